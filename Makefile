@@ -1,0 +1,40 @@
+# rowops — set-up, main job and tests. Everything installs into .venv.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export PYSPARK_PYTHON := $(abspath $(PY))
+
+.PHONY: install run test test-slow test-all lint bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml tools/iceberg_jars.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[test]"
+	$(PY) tools/iceberg_jars.py
+	touch $(STAMP)
+
+run: install
+	$(PY) -m spark_jobs.upsert_demo --lake lake --sf 0.1
+
+lint: install
+	$(VENV)/bin/ruff check rowops tests tpcds spark_jobs tools
+	$(VENV)/bin/ruff format --check rowops tests tpcds spark_jobs tools
+	$(VENV)/bin/mypy
+
+test: install lint
+	$(PY) -m pytest -q -m "not slow"
+
+test-slow: install
+	$(PY) -m pytest -q -m slow
+
+test-all: install lint
+	$(PY) -m pytest -q
+
+bench: install
+	$(PY) -m tpcds.bench --sf 1 --out tpcds/results
+
+clean:
+	rm -rf lake spark-warehouse .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Iceberg commits: RowDelta-style snapshots of added/removed data and delete files, with validation."""

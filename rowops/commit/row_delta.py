@@ -1,0 +1,245 @@
+"""RowDelta: one snapshot that adds data and delete files and removes data and delete files.
+
+This is the commit of every rowops operation (copy-on-write, position deletes, equality deletes and
+appends alike). ``apply`` turns a ``RowDelta`` and a base table state into new table metadata;
+``validate_rebase`` decides whether a delta built on one base may be re-applied on a newer one.
+
+Lifecycle of a commit (see rowops/catalog/commit.py for the loop)::
+
+    build RowDelta ──► apply(base) ──► put-if-absent lake version ──► committed
+                          ▲                      │ version taken
+                          └── validate_rebase ◄──┘ (CommitConflictError if unsafe)
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pyiceberg.io import FileIO
+from pyiceberg.manifest import DataFile, DataFileContent, ManifestContent, ManifestFile
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
+from pyiceberg.table.snapshots import Operation, Snapshot, Summary
+from pyiceberg.table.update import AddSnapshotUpdate, SetSnapshotRefUpdate, update_table_metadata
+
+from rowops.commit import manifests as mf
+from rowops.meta.files import LiveFile, TableFiles, live_files
+from rowops.meta.paths import normalize_path
+
+
+@dataclass(frozen=True)
+class RowDelta:
+    """The file-level change of one operation, independent of the base it is applied to.
+
+    Attributes:
+        operation: Iceberg snapshot operation (append, overwrite, delete).
+        added_data / added_deletes: new files written by this operation.
+        removed_data / removed_deletes: live files this operation replaces (by path).
+        referenced_data: data files this operation's position deletes point at; they must stay live.
+        read_partitions: partitions (spec_id, values) whose rows this operation read; None = all.
+        serializable: reject concurrent appends into ``read_partitions`` (Iceberg's serializable level).
+        blind: the operation read nothing (equality deletes, appends): it never conflicts.
+        extra_summary: additional snapshot summary properties.
+    """
+
+    operation: Operation
+    added_data: tuple[DataFile, ...] = ()
+    added_deletes: tuple[DataFile, ...] = ()
+    removed_data: frozenset[str] = frozenset()
+    removed_deletes: frozenset[str] = frozenset()
+    referenced_data: frozenset[str] = frozenset()
+    read_partitions: frozenset[tuple[int, tuple[object, ...]]] | None = None
+    serializable: bool = True
+    blind: bool = False
+    extra_summary: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def touched_data(self) -> frozenset[str]:
+        return self.removed_data | self.referenced_data
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Why a delta cannot be rebased."""
+
+    reason: str
+    snapshot_id: int | None
+    files: tuple[str, ...]
+
+
+def _summary(delta: RowDelta, base: TableFiles) -> Summary:
+    removed_data = [f for f in base.data if f.path in delta.removed_data]
+    removed_deletes = [f for f in base.deletes if f.path in delta.removed_deletes]
+    pos = [f for f in delta.added_deletes if f.content == DataFileContent.POSITION_DELETES]
+    eq = [f for f in delta.added_deletes if f.content == DataFileContent.EQUALITY_DELETES]
+    total_records = sum(f.record_count for f in base.data) - sum(f.record_count for f in removed_data)
+    total_records += sum(f.record_count for f in delta.added_data)
+    props = {
+        "added-data-files": len(delta.added_data),
+        "deleted-data-files": len(removed_data),
+        "added-delete-files": len(delta.added_deletes),
+        "removed-delete-files": len(removed_deletes),
+        "added-records": sum(f.record_count for f in delta.added_data),
+        "deleted-records": sum(f.record_count for f in removed_data),
+        "added-position-deletes": sum(f.record_count for f in pos),
+        "added-equality-deletes": sum(f.record_count for f in eq),
+        "total-records": total_records,
+        "total-data-files": len(base.data) - len(removed_data) + len(delta.added_data),
+        "total-delete-files": len(base.deletes) - len(removed_deletes) + len(delta.added_deletes),
+    }
+    return Summary(delta.operation, **{k: str(v) for k, v in props.items()}, **delta.extra_summary)
+
+
+def apply(
+    delta: RowDelta,
+    base: TableMetadata,
+    base_files: TableFiles,
+    io: FileIO,
+    snapshot_id: int,
+    base_location: str | None = None,
+) -> tuple[TableMetadata, list[str]]:
+    """Write manifests and manifest list for ``delta`` on top of ``base``.
+
+    Returns:
+        The new table metadata and the metadata files written (to remove if the commit fails).
+    """
+    metadata_dir = f"{base.location}/metadata"
+    spec, schema = base.spec(), base.schema()
+    seq = base.next_sequence_number()
+    new_manifests: list[ManifestFile] = []
+    for content, files in (
+        (ManifestContent.DATA, delta.added_data),
+        (ManifestContent.DELETES, delta.added_deletes),
+    ):
+        if files:
+            path = mf.manifest_path(metadata_dir, snapshot_id, len(new_manifests))
+            new_manifests.append(mf.write_added(files, content, spec, schema, io, path, snapshot_id))
+    removed = {f.data_file.file_path for f in base_files.data if f.path in delta.removed_data}
+    removed |= {f.data_file.file_path for f in base_files.deletes if f.path in delta.removed_deletes}
+    kept: list[ManifestFile] = []
+    for manifest in base_files.manifests:
+        entries = manifest.fetch_manifest_entry(io, discard_deleted=True)
+        if not entries:
+            continue
+        if not any(e.data_file.file_path in removed for e in entries):
+            kept.append(manifest)
+            continue
+        path = mf.manifest_path(metadata_dir, snapshot_id, len(new_manifests) + len(kept))
+        manifest_spec = base.specs()[manifest.partition_spec_id]
+        kept.append(
+            mf.rewrite_without(manifest, entries, removed, manifest_spec, schema, io, path, snapshot_id)
+        )
+    parent = base.current_snapshot_id
+    list_path = f"{metadata_dir}/snap-{snapshot_id}-{seq}-{_suffix()}.avro"
+    mf.write_list(io, list_path, snapshot_id, parent, seq, new_manifests + kept)
+    snapshot = Snapshot(
+        snapshot_id=snapshot_id,
+        parent_snapshot_id=parent,
+        sequence_number=seq,
+        timestamp_ms=int(time.time() * 1000),
+        manifest_list=list_path,
+        summary=_summary(delta, base_files),
+        schema_id=base.current_schema_id,
+    )
+    updates = (
+        AddSnapshotUpdate(snapshot=snapshot),
+        main_branch_update(snapshot_id),
+    )
+    written = [m.manifest_path for m in new_manifests + kept if m.added_snapshot_id == snapshot_id]
+    return update_table_metadata(base, updates, metadata_location=base_location), [*written, list_path]
+
+
+def main_branch_update(snapshot_id: int) -> SetSnapshotRefUpdate:
+    """The metadata update that points the main branch at ``snapshot_id``."""
+    return SetSnapshotRefUpdate(  # type: ignore[call-arg]  # optional retention fields
+        ref_name=MAIN_BRANCH, type=SnapshotRefType.BRANCH, snapshot_id=snapshot_id
+    )
+
+
+def _suffix() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def _bounds_paths(f: LiveFile) -> tuple[str, str] | None:
+    """The (lower, upper) data file paths a position delete file references, from its metrics."""
+    lower = (f.data_file.lower_bounds or {}).get(2147483546)
+    upper = (f.data_file.upper_bounds or {}).get(2147483546)
+    if lower is None or upper is None:
+        return None
+    return normalize_path(lower.decode()), normalize_path(upper.decode())
+
+
+def _may_reference(delete: LiveFile, paths: frozenset[str]) -> list[str]:
+    """Data files among ``paths`` that a concurrent delete file may apply to."""
+    if delete.content == DataFileContent.POSITION_DELETES:
+        bounds = _bounds_paths(delete)
+        if bounds is None:
+            return sorted(paths)
+        return sorted(p for p in paths if bounds[0] <= p <= bounds[1])
+    return sorted(paths)  # equality deletes: scoped by partition below
+
+
+def find_conflict(
+    delta: RowDelta, base: TableFiles, current: TableFiles, current_meta: TableMetadata
+) -> Conflict | None:
+    """Check the changes committed between ``base`` and ``current`` against ``delta``.
+
+    Rules (Iceberg's RowDelta / OverwriteFiles validations):
+      * files this delta removes or references by position must still be live;
+      * no concurrent delete file may apply to a data file this delta rewrites or references;
+      * serializable: no concurrent data file in a partition this delta read.
+    Blind deltas (appends, equality deletes) never conflict: their meaning does not depend on a read.
+    """
+    if delta.blind:
+        return None
+    live = {f.path for f in current.data}
+    gone = sorted(p for p in delta.touched_data if p not in live)
+    snapshot = current.snapshot_id
+    if gone:
+        return Conflict(
+            "data files this operation rewrites or deletes from were removed", snapshot, tuple(gone)
+        )
+    base_deletes = {f.path for f in base.deletes}
+    touched_partitions = {(f.spec_id, f.partition) for f in current.data if f.path in delta.touched_data}
+    for new_delete in (f for f in current.deletes if f.path not in base_deletes):
+        if new_delete.content == DataFileContent.EQUALITY_DELETES:
+            if (
+                new_delete.spec_id,
+                new_delete.partition,
+            ) in touched_partitions or not current_meta.spec().fields:
+                return Conflict(
+                    "concurrent equality deletes in a partition this operation changes",
+                    snapshot,
+                    (new_delete.path,),
+                )
+        elif hits := _may_reference(new_delete, delta.touched_data):
+            return Conflict(
+                "concurrent deletes on data files this operation changes", snapshot, tuple(hits[:5])
+            )
+    if delta.serializable:
+        base_data = {f.path for f in base.data}
+        for new_file in (f for f in current.data if f.path not in base_data):
+            if (
+                delta.read_partitions is None
+                or (new_file.spec_id, new_file.partition) in delta.read_partitions
+            ):
+                return Conflict(
+                    "concurrent data files were added where this operation read (serializable)",
+                    snapshot,
+                    (new_file.path,),
+                )
+    return None
+
+
+def base_files(metadata: TableMetadata, io: FileIO) -> TableFiles:
+    """Live files of the current snapshot of ``metadata``."""
+    return live_files(metadata, io)
+
+
+def added_between(base: TableFiles, current: TableFiles) -> Sequence[LiveFile]:
+    """Files live in ``current`` that were not live in ``base``."""
+    known = {f.path for f in base.data} | {f.path for f in base.deletes}
+    return [f for f in (*current.data, *current.deletes) if f.path not in known]

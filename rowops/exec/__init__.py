@@ -1,0 +1,1 @@
+"""Spark execution: the only package of rowops that imports pyspark."""

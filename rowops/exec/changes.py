@@ -1,0 +1,131 @@
+"""Row changes of MERGE, UPDATE and DELETE, as Spark DataFrames (nothing is collected).
+
+Every operation reduces to the same two outputs, which the write strategies then encode:
+  * ``removed``: ``(_file, _pos)`` of target rows that are deleted or replaced;
+  * ``new_rows``: rows to add (updated versions and inserts), in table columns.
+
+MERGE joins target ``t`` and source ``s`` once; each joined row gets ``_action``, the index of the
+first WHEN clause that applies (SQL semantics: clauses are tried in order), or -1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from rowops.exec.scan import FILE_COL, POS_COL
+from rowops.spec.operations import DeleteSpec, MergeClause, MergeSpec, UpdateSpec
+
+ACTION = "_action"
+_T_ROW, _S_ROW = "_t_present", "_s_present"
+
+
+@dataclass
+class RowChanges:
+    """The changes of one operation. ``kinds`` maps each action index to update/delete/insert."""
+
+    joined: DataFrame
+    removed: DataFrame
+    new_rows: DataFrame
+    kinds: Mapping[int, str]
+
+    def counts(self) -> dict[str, int]:
+        """Rows inserted, updated and deleted (one small aggregate job)."""
+        totals = {"insert": 0, "update": 0, "delete": 0}
+        for row in self.joined.groupBy(ACTION).count().collect():
+            kind = self.kinds.get(int(row[ACTION]))
+            if kind is not None:
+                totals[kind] += int(row["count"])
+        return totals
+
+    def release(self) -> None:
+        self.joined.unpersist()
+
+
+def _join_type(spec: MergeSpec) -> str:
+    by_source, not_matched = bool(spec.of("not_matched_by_source")), bool(spec.of("not_matched"))
+    if by_source and not_matched:
+        return "full_outer"
+    if by_source:
+        return "left_outer"
+    return "right_outer" if not_matched else "inner"
+
+
+def _clause_applies(clause: MergeClause) -> Column:
+    t, s = F.col(_T_ROW).isNotNull(), F.col(_S_ROW).isNotNull()
+    where = {"matched": t & s, "not_matched": ~t & s, "not_matched_by_source": t & ~s}[clause.match]
+    return where & F.expr(clause.condition) if clause.condition else where
+
+
+def _value(clause: MergeClause, column: str) -> Column:
+    assigned = dict(clause.assignments or ())
+    if column in assigned:
+        return F.expr(assigned[column])
+    if clause.assignments is None:  # UPDATE SET * / INSERT *
+        return F.col(f"s.`{column}`")
+    return F.col(f"t.`{column}`") if clause.action == "update" else F.lit(None)
+
+
+def merge_changes(target: DataFrame, source: DataFrame, spec: MergeSpec, columns: list[str]) -> RowChanges:
+    """Join target (with row ids) and source and derive the changes of the MERGE."""
+    t = target.withColumn(_T_ROW, F.lit(True)).alias("t")
+    s = source.withColumn(_S_ROW, F.lit(True)).alias("s")
+    joined = t.join(s, F.expr(spec.on), _join_type(spec))
+    action: Column = F.lit(-1)
+    for index in reversed(range(len(spec.clauses))):
+        action = F.when(_clause_applies(spec.clauses[index]), F.lit(index)).otherwise(action)
+    kinds = {i: c.action for i, c in enumerate(spec.clauses)}
+    producing = [i for i, c in enumerate(spec.clauses) if c.action != "delete"]
+    new_values = []
+    for column in columns:
+        value: Column = F.lit(None)
+        for i in producing:
+            value = F.when(F.col(ACTION) == i, _value(spec.clauses[i], column)).otherwise(value)
+        new_values.append(value.alias(column))
+    staged = joined.withColumn(ACTION, action)
+    staged = staged.select(
+        F.col(f"t.{FILE_COL}").alias(FILE_COL),
+        F.col(f"t.{POS_COL}").alias(POS_COL),
+        ACTION,
+        F.col(_T_ROW),
+        F.col(_S_ROW),
+        *new_values,
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    replaced = [i for i, c in enumerate(spec.clauses) if c.match != "not_matched"]
+    removed = staged.filter(F.col(ACTION).isin(replaced)).select(FILE_COL, POS_COL)
+    new_rows = staged.filter(F.col(ACTION).isin(producing)).select(*[F.col(f"`{c}`") for c in columns])
+    return RowChanges(staged, removed, new_rows, kinds)
+
+
+def matched_duplicates(changes: RowChanges, limit: int = 5) -> list[tuple[str, int]]:
+    """Target rows (file, position) matched by more than one source row; empty when none."""
+    matched = changes.joined.filter(F.col(_T_ROW).isNotNull() & F.col(_S_ROW).isNotNull())
+    dups = matched.groupBy(FILE_COL, POS_COL).count().filter(F.col("count") > 1).limit(limit)
+    return [(r[FILE_COL], int(r[POS_COL])) for r in dups.collect()]
+
+
+def update_changes(target: DataFrame, spec: UpdateSpec, columns: list[str]) -> RowChanges:
+    """UPDATE: rows matching ``where`` get the assignments."""
+    cond = F.expr(spec.where) if spec.where else F.lit(True)
+    assigned = dict(spec.assignments)
+    values = [(F.expr(assigned[c]) if c in assigned else F.col(f"`{c}`")).alias(c) for c in columns]
+    staged = (
+        target.filter(cond)
+        .select(FILE_COL, POS_COL, F.lit(0).alias(ACTION), *values)
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    new_rows = staged.select(*[F.col(f"`{c}`") for c in columns])
+    return RowChanges(staged, staged.select(FILE_COL, POS_COL), new_rows, {0: "update"})
+
+
+def delete_changes(target: DataFrame, spec: DeleteSpec, columns: list[str]) -> RowChanges:
+    """DELETE: rows matching ``where`` are removed."""
+    cond = F.expr(spec.where) if spec.where else F.lit(True)
+    staged = target.filter(cond).select(FILE_COL, POS_COL, F.lit(0).alias(ACTION))
+    staged = staged.persist(StorageLevel.MEMORY_AND_DISK)
+    empty = target.select(*[F.col(f"`{c}`") for c in columns]).limit(0)
+    return RowChanges(staged, staged.select(FILE_COL, POS_COL), empty, {0: "delete"})

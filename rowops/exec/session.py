@@ -1,0 +1,66 @@
+"""The SparkSession rowops runs on: created from ``conf/spark-defaults.conf`` or given by the caller."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+# Settings rowops relies on; set on every session it uses (all are runtime SQL settings).
+REQUIRED_CONF = {
+    "spark.sql.parquet.fieldId.write.enabled": "true",  # Iceberg field ids in data files
+    "spark.sql.parquet.fieldId.read.enabled": "true",  # read columns by Iceberg field id
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",  # Iceberg timestamps are micros
+    "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
+    "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
+}
+DEFAULT_CONF = {
+    "spark.master": "local[*]",
+    "spark.app.name": "rowops",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "16",
+    "spark.sql.adaptive.enabled": "true",
+}
+
+
+def conf_file() -> Path | None:
+    """``$ROWOPS_CONF`` or ``./conf/spark-defaults.conf`` if present."""
+    candidates = [os.environ.get("ROWOPS_CONF"), "conf/spark-defaults.conf"]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    return None
+
+
+def read_conf(path: Path | None) -> dict[str, str]:
+    """Parse a spark-defaults style file: ``key value`` per line, ``#`` comments."""
+    conf = dict(DEFAULT_CONF)
+    if path is None:
+        return conf
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            key, _, value = line.partition(" ")
+            conf[key] = value.strip()
+    return conf
+
+
+def configure(spark: SparkSession) -> SparkSession:
+    """Apply the settings rowops requires to an existing session."""
+    for key, value in REQUIRED_CONF.items():
+        spark.conf.set(key, value)
+    return spark
+
+
+def create_session(conf_path: Path | None = None) -> SparkSession:
+    """Get or create the local SparkSession configured for rowops."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder
+    for key, value in {**read_conf(conf_path or conf_file()), **REQUIRED_CONF}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return configure(spark)

@@ -1,0 +1,153 @@
+"""Iceberg partition transforms as Spark columns, and parsing of the partition directories Spark writes.
+
+Each partition field becomes a hidden string column holding the partition value in Iceberg's internal
+representation (ints for bucket/year/month/day/hour, days for dates, micros for timestamps), prefixed
+with ``v`` so that empty strings and NULLs stay distinct in directory names. Spark's writer
+``partitionBy`` puts each file under ``<hidden>=<value>`` directories; :func:`parse_partition_dirs`
+reads the values back. Bucket and decimal truncate use pyiceberg-core (Iceberg's reference
+implementation in Rust) inside a vectorized pandas UDF; all other transforms are plain Spark SQL.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from urllib.parse import unquote
+
+import pandas as pd
+import pyarrow as pa
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    IcebergType,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+)
+from pyiceberg_core import transform as iceberg_transforms
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+
+def _epoch_value(col: Column, source: IcebergType) -> Column:
+    """Dates as days and timestamps as micros since the epoch (Iceberg's internal form)."""
+    if isinstance(source, DateType):
+        return F.unix_date(col)
+    if isinstance(source, TimestamptzType):
+        return F.unix_micros(col)
+    if isinstance(source, TimestampType):
+        return F.unix_micros(F.to_utc_timestamp(col.cast("timestamp"), F.current_timezone()))
+    return col
+
+
+def _arrow_input(values: pd.Series, source: IcebergType) -> pa.Array:
+    if isinstance(source, DateType):
+        return pa.array(values, pa.int32()).cast(pa.date32())
+    if isinstance(source, TimestamptzType):
+        return pa.array(values, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+    if isinstance(source, TimestampType):
+        return pa.array(values, pa.int64()).cast(pa.timestamp("us"))
+    if isinstance(source, DecimalType):
+        return pa.array(values, pa.decimal128(source.precision, source.scale))
+    return pa.Array.from_pandas(values)
+
+
+def apply_rust_transform(name: str, param: int, source: IcebergType, values: pd.Series) -> pd.Series:
+    """Run pyiceberg-core's transform ``name`` on a batch; string results (runs in Python workers)."""
+    result = getattr(iceberg_transforms, name)(_arrow_input(values, source), param)
+    return result.cast(pa.string()).to_pandas()
+
+
+def _rust_transform(name: str, param: int, source: IcebergType) -> Column:
+    """A vectorized pandas UDF around :func:`apply_rust_transform`."""
+
+    @F.pandas_udf(T.StringType())  # type: ignore[call-overload]
+    def apply(values: pd.Series) -> pd.Series:
+        return apply_rust_transform(name, param, source, values)
+
+    return apply
+
+
+def _time_value(name: str, col: Column, source: IcebergType) -> Column:
+    if name == "hour":
+        return F.floor(_epoch_value(col, source) / F.lit(3_600_000_000))
+    days = (
+        F.unix_date(col)
+        if isinstance(source, DateType)
+        else F.floor(_epoch_value(col, source) / F.lit(86_400_000_000))
+    )
+    if name == "day":
+        return days
+    date = F.date_from_unix_date(days.cast("int"))
+    years = F.year(date) - F.lit(1970)
+    return years if name == "year" else years * F.lit(12) + F.month(date) - F.lit(1)
+
+
+def _identity_value(col: Column, source: IcebergType) -> Column:
+    if isinstance(source, BinaryType):
+        return F.hex(col)
+    return _epoch_value(col, source)
+
+
+def partition_value(field: PartitionField, schema: Schema) -> Column:
+    """Spark column with the ``v``-prefixed internal partition value of ``field`` (NULL stays NULL)."""
+    source = schema.find_field(field.source_id)
+    col = F.col(f"`{source.name}`")
+    name = str(field.transform).split("[")[0]
+    param = getattr(field.transform, "num_buckets", None) or getattr(field.transform, "width", None)
+    if name == "identity":
+        value = _identity_value(col, source.field_type)
+    elif name == "bucket" or (name == "truncate" and isinstance(source.field_type, DecimalType | BinaryType)):
+        udf = _rust_transform(name, int(param or 0), source.field_type)
+        value = udf(_epoch_value(col, source.field_type))  # type: ignore[operator]
+    elif name == "truncate" and isinstance(source.field_type, StringType):
+        value = F.substring(col, 1, int(param or 0))
+    elif name == "truncate":
+        value = col - F.pmod(col, F.lit(int(param or 0)))
+    else:
+        value = _time_value(name, col, source.field_type)
+    return F.concat(F.lit("v"), value.cast("string"))
+
+
+def hidden_names(spec: PartitionSpec, schema: Schema) -> list[str]:
+    """Names of the hidden partition columns (unique, never equal to a table column)."""
+    taken = {name.lower() for name in schema.column_names}
+    names = []
+    for field in spec.fields:
+        name = f"{field.name}_part"
+        while name.lower() in taken:
+            name += "_"
+        taken.add(name.lower())
+        names.append(name)
+    return names
+
+
+def parse_value(text: str, result_type: IcebergType) -> object:
+    """Parse one directory value back to the internal partition value."""
+    if text == NULL_PARTITION:
+        return None
+    raw = unquote(text)[1:]  # drop the 'v' prefix
+    if isinstance(result_type, StringType):
+        return raw
+    if isinstance(result_type, BooleanType):
+        return raw == "true"
+    if isinstance(result_type, DecimalType):
+        return Decimal(raw)
+    if isinstance(result_type, BinaryType):
+        return bytes.fromhex(raw)
+    return int(raw)
+
+
+def parse_partition_dirs(relative_dir: str, spec: PartitionSpec, schema: Schema) -> tuple[object, ...]:
+    """Partition tuple from a relative directory such as ``k_bucket_part=v3/g_part=vx``."""
+    values = [part.split("=", 1)[1] for part in relative_dir.split("/") if "=" in part]
+    if len(values) != len(spec.fields):
+        raise ValueError(f"Unexpected partition directory {relative_dir!r} for spec {spec}")
+    types = [f.transform.result_type(schema.find_field(f.source_id).field_type) for f in spec.fields]
+    return tuple(parse_value(v, t) for v, t in zip(values, types, strict=True))

@@ -1,0 +1,149 @@
+"""Writing data files, position-delete files and equality-delete files with Spark's Parquet writer.
+
+Every write goes to a fresh staging directory under the table's ``data/`` folder; the caller commits
+the listed files or removes the directory. Files carry Iceberg field ids; partitioned writes are
+hash-clustered by partition so that each partition is written by one task.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import TableMetadata
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from rowops.exec.scan import FILE_COL, POS_COL
+from rowops.exec.transforms import hidden_names, parse_partition_dirs, partition_value
+from rowops.exec.types import FIELD_ID_KEY, to_spark_type
+from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, WrittenFile
+
+NULL_MARKER = "ROWOPS_NULL_IN_REQUIRED_COLUMN"
+_PARTITION_INDEX = "partition_index"
+
+
+class Staging:
+    """A fresh directory for the files of one operation; removed unless committed."""
+
+    def __init__(self, table_location: str) -> None:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        self.root = Path(table_location) / "data" / f"{stamp}-{uuid.uuid4().hex[:8]}"
+        self._count = 0
+
+    def next_dir(self, kind: str) -> str:
+        self._count += 1
+        return str(self.root / f"{kind}-{self._count}")
+
+    def discard(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextmanager
+def staging(table_location: str) -> Iterator[Staging]:
+    """Yield a staging area; remove its files if the block raises."""
+    area = Staging(table_location)
+    try:
+        yield area
+    except BaseException:
+        area.discard()
+        raise
+
+
+def list_written(directory: str) -> list[tuple[str, str]]:
+    """(absolute path, partition dir relative to ``directory``) of every Parquet file written."""
+    found = []
+    for dirpath, _dirnames, filenames in os.walk(directory):
+        for name in filenames:
+            if name.endswith(".parquet") and not name.startswith((".", "_")):
+                found.append((os.path.join(dirpath, name), os.path.relpath(dirpath, directory)))
+    return sorted(found)
+
+
+def _typed_columns(schema: Schema) -> list[Column]:
+    """Table columns cast to their Spark types, with field ids and NULL checks on required columns."""
+    columns = []
+    for f in schema.fields:
+        col = F.col(f"`{f.name}`").cast(to_spark_type(f.field_type))
+        if f.required:
+            message = F.lit(f"{NULL_MARKER}: column {f.name} is required (an Iceberg identifier field)")
+            col = F.when(col.isNull(), F.raise_error(message)).otherwise(col)
+        columns.append(col.alias(f.name, metadata={FIELD_ID_KEY: f.field_id}))
+    return columns
+
+
+def _codec(metadata: TableMetadata) -> str:
+    return metadata.properties.get("write.parquet.compression-codec", "zstd")
+
+
+def write_rows(df: DataFrame, schema: Schema, metadata: TableMetadata, directory: str) -> list[WrittenFile]:
+    """Write rows with ``schema``'s columns, partitioned by the table's spec; list the files."""
+    spec = metadata.spec()
+    typed = df.select(*_typed_columns(schema))
+    hidden = hidden_names(spec, metadata.schema())
+    writer_df = typed
+    if hidden:
+        values = [
+            partition_value(f, metadata.schema()).alias(h) for f, h in zip(spec.fields, hidden, strict=True)
+        ]
+        writer_df = typed.select("*", *values).repartition(*hidden)
+    writer = writer_df.write.option("compression", _codec(metadata))
+    if hidden:
+        writer = writer.partitionBy(*hidden)
+    writer.parquet(directory)
+    return [
+        WrittenFile(path, parse_partition_dirs(rel, spec, metadata.schema()) if hidden else ())
+        for path, rel in list_written(directory)
+    ]
+
+
+def write_data(df: DataFrame, metadata: TableMetadata, directory: str) -> list[WrittenFile]:
+    """Write table rows (columns matched by name) as data files."""
+    return write_rows(df, metadata.schema(), metadata, directory)
+
+
+def write_equality_deletes(
+    df: DataFrame, key_names: Sequence[str], metadata: TableMetadata, directory: str
+) -> list[WrittenFile]:
+    """Write the key columns of ``df`` as equality-delete files (partitioned like the data)."""
+    return write_rows(df, metadata.schema().select(*key_names), metadata, directory)
+
+
+def write_position_deletes(
+    spark: SparkSession,
+    deletes: DataFrame,
+    data_files: Sequence[LiveFile],
+    metadata: TableMetadata,
+    directory: str,
+) -> list[WrittenFile]:
+    """Write ``(_file, _pos)`` rows as position-delete files, sorted, one partition per data file's partition.
+
+    ``file_path`` is written exactly as the data file's path is recorded in its manifest.
+    """
+    partitions = sorted({f.partition for f in data_files}, key=repr)
+    index = {p: i for i, p in enumerate(partitions)}
+    mapping = spark.createDataFrame(
+        [(f.path, f.data_file.file_path, index[f.partition]) for f in data_files],
+        f"{FILE_COL} string, manifest_path string, {_PARTITION_INDEX} int",
+    )
+    path_field, pos_field = POSITION_DELETE_SCHEMA.fields
+    rows = deletes.join(F.broadcast(mapping), FILE_COL, "inner").select(
+        F.coalesce("manifest_path", F.lit("")).alias(
+            path_field.name, metadata={FIELD_ID_KEY: path_field.field_id}
+        ),
+        F.coalesce(POS_COL, F.lit(-1)).alias(pos_field.name, metadata={FIELD_ID_KEY: pos_field.field_id}),
+        F.col(_PARTITION_INDEX),
+    )
+    rows = rows.repartition(_PARTITION_INDEX).sortWithinPartitions(_PARTITION_INDEX, "file_path", "pos")
+    rows.write.option("compression", _codec(metadata)).partitionBy(_PARTITION_INDEX).parquet(directory)
+    written = []
+    for path, rel in list_written(directory):
+        idx = int(rel.split("=", 1)[1])
+        written.append(WrittenFile(path, partitions[idx]))
+    return written

@@ -1,0 +1,116 @@
+"""The lakehouse: a directory of Iceberg tables under one transactional lake log."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pyiceberg.table.snapshots import Operation
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from rowops.catalog.tables import TableCatalog, new_snapshot_id
+from rowops.commit.row_delta import RowDelta, apply
+from rowops.errors import InvalidInputError, TableAlreadyExistsError
+from rowops.exec.session import configure, create_session
+from rowops.exec.types import to_iceberg_schema
+from rowops.exec.validation import check_source
+from rowops.exec.write import staging, write_data
+from rowops.meta.files import TableFiles, data_files_from_parquet
+from rowops.meta.tables import new_metadata
+from rowops.operations import spark_errors
+from rowops.spec.identifiers import TableIdentifier, parse_namespace
+from rowops.spec.partitioning import parse_partition_by
+from rowops.table import Table
+
+if TYPE_CHECKING:
+    from pyiceberg.table.metadata import TableMetadata
+
+_NO_FILES = TableFiles(None, 0, (), (), (), ())
+
+
+class Lakehouse:
+    """Open (or create) a lakehouse directory.
+
+    Args:
+        path: the lake root directory; created if missing.
+        spark: the SparkSession to use; None creates a local one from ``conf/spark-defaults.conf``.
+    """
+
+    def __init__(self, path: str | Path, spark: SparkSession | None = None) -> None:
+        self.root = Path(path).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.catalog = TableCatalog(self.root)
+        self._spark = configure(spark) if spark is not None else None
+
+    def __repr__(self) -> str:
+        return f"Lakehouse({str(self.root)!r})"
+
+    @property
+    def spark(self) -> SparkSession:
+        """The SparkSession in use (created on first use)."""
+        if self._spark is None:
+            self._spark = create_session()
+        return self._spark
+
+    def table(self, name: str) -> Table:
+        """Open an existing table; raises NoSuchTableError if there is none."""
+        ident = TableIdentifier.parse(name)
+        self.catalog.load(ident)
+        return Table(self, ident)
+
+    def list_tables(self, namespace: str) -> list[str]:
+        """Names of the tables in a namespace."""
+        return self.catalog.list_tables(parse_namespace(namespace))
+
+    def drop_table(self, name: str) -> None:
+        """Remove a table from the lake (its files stay for lake-level time travel)."""
+        self.catalog.drop(TableIdentifier.parse(name))
+
+    def create_table(
+        self,
+        name: str,
+        data: DataFrame | T.StructType,
+        partition_by: Sequence[str] | None = None,
+        identifier: Sequence[str] | None = None,
+        properties: dict[str, str] | None = None,
+    ) -> Table:
+        """Create a format-v2 Iceberg table; rows of ``data`` (if a DataFrame) are its first snapshot.
+
+        Args:
+            name: ``namespace.table``.
+            data: a DataFrame (its schema and rows) or a StructType (empty table).
+            partition_by: identity columns and ``bucket(N, c)``, ``truncate(W, c)``, ``year/month/day/hour(c)``.
+            identifier: Iceberg identifier (key) columns; they become required.
+            properties: extra Iceberg table properties.
+        """
+        ident = TableIdentifier.parse(name)
+        if str(ident) in self.catalog.log.latest().tables:
+            raise TableAlreadyExistsError(f"Table {ident} already exists in lakehouse {self.root}")
+        struct = data.schema if isinstance(data, DataFrame) else data
+        if not isinstance(struct, T.StructType):
+            raise InvalidInputError("create_table needs a DataFrame or a StructType as data")
+        fields = parse_partition_by(list(partition_by or ()))
+        metadata = new_metadata(
+            to_iceberg_schema(struct),
+            fields,
+            list(identifier or ()),
+            self.catalog.location(ident),
+            properties,
+        )
+        if isinstance(data, DataFrame):
+            metadata = self._with_first_snapshot(data, metadata)
+        self.catalog.create(ident, metadata)
+        return Table(self, ident)
+
+    def _with_first_snapshot(self, df: DataFrame, metadata: TableMetadata) -> TableMetadata:
+        check_source(df.schema, metadata.schema(), allow_extra=False, what="DataFrame")
+        _ = self.spark  # make sure the session is configured before writing
+        with staging(metadata.location) as stage, spark_errors("create_table"):
+            written = write_data(df, metadata, stage.next_dir("data"))
+            delta = RowDelta(
+                Operation.APPEND, added_data=tuple(data_files_from_parquet(written, metadata)), blind=True
+            )
+            new, _paths = apply(delta, metadata, _NO_FILES, self.catalog.io, new_snapshot_id())
+            return new

@@ -1,0 +1,181 @@
+"""Live files of a snapshot and DataFile entries built from Parquet footers.
+
+Reading manifests and Parquet footers is metadata work: it runs on the driver and never touches rows.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import pyarrow.parquet as pq
+from pyiceberg.io import FileIO
+from pyiceberg.io.pyarrow import (
+    compute_statistics_plan,
+    data_file_statistics_from_parquet_metadata,
+    parquet_path_to_id_mapping,
+)
+from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestFile
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.typedef import Record
+from pyiceberg.types import LongType, NestedField, StringType
+
+from rowops.meta.paths import normalize_path
+
+POSITION_DELETE_SCHEMA = Schema(
+    NestedField(2147483546, "file_path", StringType(), required=True),
+    NestedField(2147483545, "pos", LongType(), required=True),
+)
+# Bounds on file_path must not be truncated: readers use them to scope a delete file to data files.
+_FULL_METRICS = {"write.metadata.metrics.default": "full"}
+
+
+@dataclass(frozen=True)
+class LiveFile:
+    """A live data or delete file of a snapshot, with its inherited sequence number."""
+
+    entry: ManifestEntry = field(repr=False, compare=False)
+    path: str
+    content: DataFileContent
+    seq: int
+    spec_id: int
+    partition: tuple[object, ...]
+
+    @property
+    def data_file(self) -> DataFile:
+        return self.entry.data_file
+
+    @property
+    def record_count(self) -> int:
+        return int(self.entry.data_file.record_count)
+
+    @property
+    def size(self) -> int:
+        return int(self.entry.data_file.file_size_in_bytes)
+
+    @property
+    def equality_ids(self) -> tuple[int, ...]:
+        return tuple(self.entry.data_file.equality_ids or ())
+
+
+@dataclass(frozen=True)
+class TableFiles:
+    """All live files of one snapshot, split by content."""
+
+    snapshot_id: int | None
+    sequence_number: int
+    manifests: tuple[ManifestFile, ...]
+    data: tuple[LiveFile, ...]
+    position_deletes: tuple[LiveFile, ...]
+    equality_deletes: tuple[LiveFile, ...]
+
+    @property
+    def deletes(self) -> tuple[LiveFile, ...]:
+        return self.position_deletes + self.equality_deletes
+
+
+def _live(entry: ManifestEntry) -> LiveFile:
+    df = entry.data_file
+    return LiveFile(
+        entry=entry,
+        path=normalize_path(df.file_path),
+        content=df.content,
+        seq=int(entry.sequence_number or 0),
+        spec_id=int(df.spec_id),
+        partition=tuple(df.partition._data),
+    )
+
+
+def live_files(metadata: TableMetadata, io: FileIO, snapshot_id: int | None = None) -> TableFiles:
+    """List the live files of a snapshot (the current one by default)."""
+    snapshot = (
+        metadata.snapshot_by_id(snapshot_id) if snapshot_id is not None else metadata.current_snapshot()
+    )
+    if snapshot is None:
+        return TableFiles(None, 0, (), (), (), ())
+    manifests = tuple(snapshot.manifests(io))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        entry_lists = list(pool.map(lambda m: m.fetch_manifest_entry(io, discard_deleted=True), manifests))
+    files = [_live(e) for entries in entry_lists for e in entries]
+    return TableFiles(
+        snapshot_id=snapshot.snapshot_id,
+        sequence_number=int(snapshot.sequence_number or 0),
+        manifests=manifests,
+        data=tuple(f for f in files if f.content == DataFileContent.DATA),
+        position_deletes=tuple(f for f in files if f.content == DataFileContent.POSITION_DELETES),
+        equality_deletes=tuple(f for f in files if f.content == DataFileContent.EQUALITY_DELETES),
+    )
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """A Parquet file just written by Spark, with its partition (Iceberg internal representation)."""
+
+    path: str
+    partition: tuple[object, ...]
+
+
+def _data_file(
+    path: str,
+    schema: Schema,
+    properties: dict[str, str],
+    spec: PartitionSpec,
+    partition: tuple[object, ...],
+    content: DataFileContent,
+    equality_ids: Sequence[int] | None,
+) -> DataFile:
+    footer = pq.read_metadata(path)
+    stats = data_file_statistics_from_parquet_metadata(
+        parquet_metadata=footer,
+        stats_columns=compute_statistics_plan(schema, properties),
+        parquet_column_mapping=parquet_path_to_id_mapping(schema),
+    )
+    return DataFile.from_args(
+        content=content,
+        file_path=path,
+        file_format=FileFormat.PARQUET,
+        partition=Record(*partition),
+        file_size_in_bytes=os.path.getsize(path),
+        sort_order_id=None,
+        spec_id=spec.spec_id,
+        equality_ids=list(equality_ids) if equality_ids else None,
+        key_metadata=None,
+        **stats.to_serialized_dict(),
+    )
+
+
+def data_files_from_parquet(
+    written: Sequence[WrittenFile],
+    metadata: TableMetadata,
+    content: DataFileContent = DataFileContent.DATA,
+    equality_ids: Sequence[int] | None = None,
+) -> list[DataFile]:
+    """Build DataFile entries (with full column metrics) from the footers of written files.
+
+    Empty files (zero rows) are skipped; the caller removes them with the staging directory.
+    """
+    spec = metadata.spec()
+    if content == DataFileContent.POSITION_DELETES:
+        schema, props = POSITION_DELETE_SCHEMA, _FULL_METRICS
+    elif content == DataFileContent.EQUALITY_DELETES:
+        schema, props = (
+            metadata.schema().select(*_names(metadata.schema(), equality_ids)),
+            dict(metadata.properties),
+        )
+    else:
+        schema, props = metadata.schema(), dict(metadata.properties)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        files = list(
+            pool.map(
+                lambda w: _data_file(w.path, schema, props, spec, w.partition, content, equality_ids), written
+            )
+        )
+    return [f for f in files if f.record_count > 0]
+
+
+def _names(schema: Schema, ids: Sequence[int] | None) -> list[str]:
+    return [schema.find_column_name(i) or "" for i in ids or ()]

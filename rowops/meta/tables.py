@@ -1,0 +1,146 @@
+"""New table metadata: validated schema, partition spec and default properties (format v2)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import TableMetadata, new_table_metadata
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+from pyiceberg.transforms import (
+    BucketTransform,
+    DayTransform,
+    HourTransform,
+    IdentityTransform,
+    MonthTransform,
+    Transform,
+    TruncateTransform,
+    YearTransform,
+)
+from pyiceberg.types import (
+    BinaryType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    NestedField,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+)
+
+from rowops.errors import InvalidInputError, InvalidPartitionSpecError, NoSuchColumnError
+from rowops.spec.partitioning import PartitionFieldSpec
+
+FIRST_PARTITION_FIELD_ID = 1000
+DEFAULT_PROPERTIES = {
+    "write.parquet.compression-codec": "zstd",
+    "write.delete.mode": "merge-on-read",
+    "write.update.mode": "merge-on-read",
+    "write.merge.mode": "merge-on-read",
+}
+
+_TEMPORAL = (DateType, TimestampType, TimestamptzType)
+_SOURCE_TYPES: dict[str, tuple[type[IcebergType], ...]] = {
+    "bucket": (
+        IntegerType,
+        LongType,
+        DecimalType,
+        DateType,
+        TimestampType,
+        TimestamptzType,
+        StringType,
+        BinaryType,
+    ),
+    "truncate": (IntegerType, LongType, DecimalType, StringType, BinaryType),
+    "year": _TEMPORAL,
+    "month": _TEMPORAL,
+    "day": _TEMPORAL,
+    "hour": (TimestampType, TimestamptzType),
+}
+
+
+def iceberg_transform(field: PartitionFieldSpec) -> Transform:
+    """The pyiceberg transform object for a parsed partition field."""
+    simple: dict[str, Transform] = {
+        "identity": IdentityTransform(),
+        "year": YearTransform(),
+        "month": MonthTransform(),
+        "day": DayTransform(),
+        "hour": HourTransform(),
+    }
+    if field.transform == "bucket":
+        return BucketTransform(num_buckets=field.param or 0)
+    if field.transform == "truncate":
+        return TruncateTransform(width=field.param or 0)
+    return simple[field.transform]
+
+
+def build_partition_spec(schema: Schema, fields: Sequence[PartitionFieldSpec]) -> PartitionSpec:
+    """Validate parsed partition fields against the schema and build the PartitionSpec."""
+    partition_fields = []
+    for index, field in enumerate(fields):
+        try:
+            source = schema.find_field(field.source, case_sensitive=True)
+        except ValueError:
+            raise InvalidPartitionSpecError(
+                f"Invalid partition field {field.transform}({field.source}): no column {field.source!r} "
+                f"in the schema ({', '.join(schema.column_names)})"
+            ) from None
+        allowed = _SOURCE_TYPES.get(field.transform)
+        if allowed is not None and not isinstance(source.field_type, allowed):
+            raise InvalidPartitionSpecError(
+                f"Invalid partition field {field.transform}({field.source}): cannot apply "
+                f"{field.transform} to a column of type {source.field_type}"
+            )
+        if field.transform == "identity" and isinstance(source.field_type, FloatType | DoubleType):
+            raise InvalidPartitionSpecError(
+                f"Invalid partition field {field.source}: floating point identity"
+            )
+        partition_fields.append(
+            PartitionField(
+                source_id=source.field_id,
+                field_id=FIRST_PARTITION_FIELD_ID + index,
+                transform=iceberg_transform(field),
+                name=field.field_name,
+            )
+        )
+    return PartitionSpec(*partition_fields, spec_id=0)
+
+
+def with_identifier(schema: Schema, identifier: Sequence[str]) -> Schema:
+    """Return the schema with identifier fields set; identifier columns become required."""
+    ids = []
+    for name in identifier:
+        try:
+            ids.append(schema.find_field(name, case_sensitive=True).field_id)
+        except ValueError:
+            raise NoSuchColumnError(
+                f"Identifier column {name!r} is not in the schema ({', '.join(schema.column_names)})"
+            ) from None
+    fields = []
+    for f in schema.fields:
+        if f.field_id in ids:
+            if isinstance(f.field_type, FloatType | DoubleType):
+                raise InvalidInputError(f"Identifier column {f.name!r} cannot be floating point")
+            f = NestedField(f.field_id, f.name, f.field_type, required=True, doc=f.doc)
+        fields.append(f)
+    return Schema(*fields, schema_id=schema.schema_id, identifier_field_ids=ids)
+
+
+def new_metadata(
+    schema: Schema,
+    partition_fields: Sequence[PartitionFieldSpec],
+    identifier: Sequence[str],
+    location: str,
+    properties: dict[str, str] | None = None,
+) -> TableMetadata:
+    """Fresh format-v2 table metadata (no snapshot yet)."""
+    schema = with_identifier(schema, identifier)
+    spec = build_partition_spec(schema, partition_fields)
+    props = {**DEFAULT_PROPERTIES, **(properties or {}), "format-version": "2"}
+    return new_table_metadata(schema, spec, UNSORTED_SORT_ORDER, location, props)

@@ -1,0 +1,181 @@
+"""A table of the lakehouse and the MERGE builder."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import TableMetadata
+
+from rowops import operations
+from rowops.catalog.tables import LoadedTable
+from rowops.errors import InvalidInputError
+from rowops.exec.scan import scan
+from rowops.meta.files import TableFiles, live_files
+from rowops.spec.identifiers import TableIdentifier
+from rowops.spec.operations import (
+    DeleteSpec,
+    MergeClause,
+    MergeSpec,
+    UpdateSpec,
+    key_condition,
+    normalize_assignments,
+)
+from rowops.spec.results import OperationResult
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from rowops.lakehouse import Lakehouse
+
+
+class Table:
+    """A handle on a table; every call reads the newest committed state."""
+
+    def __init__(self, lake: Lakehouse, identifier: TableIdentifier) -> None:
+        self.lake = lake
+        self.identifier = identifier
+
+    def __repr__(self) -> str:
+        return f"Table({str(self.identifier)!r}, lake={str(self.lake.root)!r})"
+
+    @property
+    def name(self) -> str:
+        return str(self.identifier)
+
+    def load(self) -> LoadedTable:
+        """The table as of the newest lake version."""
+        return self.lake.catalog.load(self.identifier)
+
+    @property
+    def metadata(self) -> TableMetadata:
+        return self.load().metadata
+
+    @property
+    def metadata_location(self) -> str:
+        """Path of the current Iceberg ``metadata.json``; any Iceberg reader can load it."""
+        return self.load().metadata_location
+
+    @property
+    def schema(self) -> Schema:
+        return self.metadata.schema()
+
+    @property
+    def current_snapshot_id(self) -> int | None:
+        return self.metadata.current_snapshot_id
+
+    def snapshots(self) -> list[dict[str, object]]:
+        """Snapshot id, parent, sequence number, time and summary of every snapshot, oldest first."""
+        return [
+            {
+                "snapshot_id": s.snapshot_id,
+                "parent_id": s.parent_snapshot_id,
+                "sequence_number": s.sequence_number,
+                "timestamp_ms": s.timestamp_ms,
+                "summary": dict(s.summary or {}),
+            }
+            for s in self.metadata.snapshots
+        ]
+
+    def files(self, snapshot_id: int | None = None) -> TableFiles:
+        """Live data and delete files of a snapshot (metadata only)."""
+        return live_files(self.metadata, self.lake.catalog.io, snapshot_id)
+
+    def to_df(self, snapshot_id: int | None = None) -> DataFrame:
+        """A Spark DataFrame of the snapshot's rows with all position and equality deletes applied."""
+        metadata = self.metadata
+        if snapshot_id is not None and metadata.snapshot_by_id(snapshot_id) is None:
+            raise InvalidInputError(
+                f"Table {self.name} has no snapshot {snapshot_id}",
+                help="List snapshots with table.snapshots().",
+            )
+        files = live_files(metadata, self.lake.catalog.io, snapshot_id)
+        return scan(self.lake.spark, metadata.schema(), files)
+
+    def append(self, df: DataFrame) -> OperationResult:
+        """Append rows (columns by name; types must fit the table)."""
+        return operations.append(self, df)
+
+    def merge(self, source: DataFrame, on: str | list[str]) -> MergeBuilder:
+        """Start a MERGE of ``source`` (alias ``s``) into this table (alias ``t``).
+
+        Args:
+            source: the change rows.
+            on: a Spark SQL join condition using ``t.`` and ``s.``, or a list of key columns.
+        """
+        return MergeBuilder(self, source, on)
+
+    def update(
+        self, set: Mapping[str, str], where: str | None = None, strategy: str = "auto"
+    ) -> OperationResult:
+        """UPDATE the rows matching ``where`` with ``set`` (column -> Spark SQL expression)."""
+        return operations.run(self, UpdateSpec(normalize_assignments(set), where), None, strategy)
+
+    def delete(self, where: str | None = None, strategy: str = "auto") -> OperationResult:
+        """DELETE the rows matching ``where`` (all rows when None)."""
+        return operations.run(self, DeleteSpec(where), None, strategy)
+
+    def rollback_to(self, snapshot_id: int) -> None:
+        """Make ``snapshot_id`` the current snapshot again (a new lake version; history is kept)."""
+        loaded = self.load()
+        if loaded.metadata.snapshot_by_id(snapshot_id) is None:
+            raise InvalidInputError(f"Table {self.name} has no snapshot {snapshot_id}")
+        self.lake.catalog.set_current_snapshot(loaded, snapshot_id)
+
+
+class MergeBuilder:
+    """Fluent MERGE: ``t.merge(s, on=...).when_matched(...).update_all().when_not_matched().insert_all()``."""
+
+    def __init__(self, table: Table, source: DataFrame, on: str | list[str]) -> None:
+        self._table = table
+        self._source = source
+        if isinstance(on, str) and ("." in on or "=" in on):
+            self._on, self._on_columns = on, None
+        else:
+            cols = [on] if isinstance(on, str) else list(on)
+            self._on, self._on_columns = key_condition(cols), tuple(cols)
+        self._clauses: list[MergeClause] = []
+
+    def when_matched(self, condition: str | None = None) -> _ClauseBuilder:
+        return _ClauseBuilder(self, "matched", condition)
+
+    def when_not_matched(self, condition: str | None = None) -> _ClauseBuilder:
+        return _ClauseBuilder(self, "not_matched", condition)
+
+    def when_not_matched_by_source(self, condition: str | None = None) -> _ClauseBuilder:
+        return _ClauseBuilder(self, "not_matched_by_source", condition)
+
+    def _add(self, clause: MergeClause) -> MergeBuilder:
+        self._clauses.append(clause)
+        return self
+
+    def spec(self) -> MergeSpec:
+        return MergeSpec(on=self._on, clauses=tuple(self._clauses), on_columns=self._on_columns)
+
+    def execute(self, strategy: str = "auto") -> OperationResult:
+        return operations.run(self._table, self.spec(), self._source, strategy)
+
+
+class _ClauseBuilder:
+    def __init__(self, parent: MergeBuilder, match: str, condition: str | None) -> None:
+        self._parent, self._match, self._condition = parent, match, condition
+
+    def _clause(self, action: str, assignments: Mapping[str, str] | None) -> MergeBuilder:
+        values = normalize_assignments(assignments) if assignments is not None else None
+        return self._parent._add(MergeClause(self._match, action, self._condition, values))  # type: ignore[arg-type]
+
+    def update(self, assignments: Mapping[str, str]) -> MergeBuilder:
+        return self._clause("update", assignments)
+
+    def update_all(self) -> MergeBuilder:
+        return self._clause("update", None)
+
+    def delete(self) -> MergeBuilder:
+        return self._clause("delete", None)
+
+    def insert(self, values: Mapping[str, str]) -> MergeBuilder:
+        return self._clause("insert", values)
+
+    def insert_all(self) -> MergeBuilder:
+        return self._clause("insert", None)
