@@ -21,16 +21,27 @@ from pyiceberg.manifest import (
     ManifestFile,
     ManifestWriter,
     ManifestWriterV2,
+    data_file_with_partition,
+    manifest_entry_schema_with_data_file,
     write_manifest_list,
 )
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.typedef import TableVersion
+from pyiceberg.types import IntegerType, ListType, NestedField, StructType
 
 _CODEC: Literal["deflate"] = "deflate"
 
 
+# The spec types equality_ids as list<int>; pyiceberg 0.12 declares list<long>, which Iceberg Java
+# rejects (ClassCastException Long -> Integer in BaseFile). Fixed upstream after 0.12 (iceberg-python#3842).
+EQUALITY_IDS = NestedField(
+    135, "equality_ids", ListType(136, IntegerType(), element_required=True), required=False
+)
+
+
 class DeleteManifestWriterV2(ManifestWriterV2):
-    """A format-v2 manifest writer whose manifest holds delete files."""
+    """A format-v2 manifest writer whose manifest holds delete files (``content = deletes``)."""
 
     def content(self) -> ManifestContent:
         return ManifestContent.DELETES
@@ -38,6 +49,11 @@ class DeleteManifestWriterV2(ManifestWriterV2):
     @property
     def _meta(self) -> dict[str, str]:
         return {**super()._meta, "content": "deletes"}
+
+    def _with_partition(self, format_version: TableVersion) -> Schema:
+        data_file = data_file_with_partition(self._spec.partition_type(self._schema), format_version)
+        fields = [EQUALITY_IDS if f.field_id == EQUALITY_IDS.field_id else f for f in data_file.fields]
+        return manifest_entry_schema_with_data_file(format_version, StructType(*fields))
 
 
 def _writer(

@@ -1,0 +1,299 @@
+"""Oracle 1: Iceberg's own Java reader (Spark 3.5 + iceberg-spark-runtime) in a long-lived worker.
+
+The test process owns a plain SparkSession without the Iceberg jars, and one process cannot host
+two SparkContexts, so the Java reader runs in a separate Python process started from this file
+(``python java_reader.py --reply-fd N JAR...``).  It builds a small local SparkSession with the
+Iceberg runtime on ``spark.jars`` and serves one JSON request per line on stdin::
+
+    {"metadata_location": "/abs/t/metadata/v3.metadata.json", "out": "/tmp/x.parquet", "snapshot_id": 12}
+    {"cmd": "shutdown"}
+
+Replies (``{"ok": true, "rows": n}`` / ``{"ok": false, "error": "..."}``) travel on a dedicated pipe
+(``--reply-fd``), never on stdout, so Spark/log4j noise cannot corrupt the protocol; the worker's
+stdout and stderr go to a log file whose tail is attached to every error.  Rows are collected as
+Arrow (``DataFrame._collect_as_arrow``, pyspark 3.5) and written to ``out`` as one Parquet file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, NoReturn
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+_TOOLS_JARS = Path(__file__).resolve().parents[2] / "tools" / "iceberg_jars.py"
+_LOG4J2 = "rootLogger.level = error\nrootLogger.appenderRef.stderr.ref = console\n" + (
+    "appender.console.type = Console\nappender.console.name = console\nappender.console.target = SYSTEM_ERR\n"
+    "appender.console.layout.type = PatternLayout\nappender.console.layout.pattern = %d %p %c: %m%n\n"
+)
+
+
+class JavaReaderError(RuntimeError):
+    """The Java worker could not start, died, or did not answer in time."""
+
+
+class JavaReadError(JavaReaderError):
+    """The Java reader rejected one read (the worker stays usable); ``str()`` holds the Java error."""
+
+
+def default_jars() -> list[str]:
+    """``[iceberg-spark-runtime, shaded-jackson]`` from ``tools/iceberg_jars.py``, building if needed."""
+    spec = importlib.util.spec_from_file_location("rowops_tools_iceberg_jars", _TOOLS_JARS)
+    if spec is None or spec.loader is None:
+        raise JavaReaderError(f"cannot load {_TOOLS_JARS}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    jars: list[str] = module.iceberg_jars()
+    return jars
+
+
+def _spawn(argv: list[str], env: dict[str, str], work: Path, reply_fd: int) -> subprocess.Popen[bytes]:
+    """Start the worker in its own process group (worker + JVM), logging to ``work/worker.log``.
+
+    ``reply_fd`` (the pipe's write end) is handed to the worker and always closed here, so the
+    client sees EOF as soon as the worker dies.
+    """
+    try:
+        with open(work / "worker.log", "wb") as log:
+            return subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=work,
+                env=env,
+                pass_fds=(reply_fd,),
+                start_new_session=True,
+            )
+    finally:
+        os.close(reply_fd)
+
+
+class JavaIcebergReader:
+    """Client of the Java worker: start once, ``read()`` many tables, ``close()`` (or use ``with``)."""
+
+    def __init__(
+        self,
+        jars: Sequence[str] | None = None,
+        *,
+        startup_timeout: float = 180.0,
+        read_timeout: float = 120.0,
+        driver_memory: str = "1g",
+    ) -> None:
+        self._jars = list(jars) if jars is not None else None
+        self._startup_timeout = startup_timeout
+        self._read_timeout = read_timeout
+        self._driver_memory = driver_memory
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._reply_fd = -1
+        self._buffer = b""
+        self._workdir: tempfile.TemporaryDirectory[str] | None = None
+        self._lock = threading.Lock()
+        self._reads = 0
+        self.startup_seconds: float | None = None
+
+    def __enter__(self) -> JavaIcebergReader:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    @property
+    def running(self) -> bool:
+        """Whether the worker process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> JavaIcebergReader:
+        """Launch the worker and wait until its SparkSession is up; a no-op when already running."""
+        if self.running:
+            return self
+        self._kill()  # leftovers of a worker that died
+        began = time.monotonic()
+        jars = self._jars or default_jars()
+        self._workdir = tempfile.TemporaryDirectory(prefix="rowops-java-oracle-")
+        work = Path(self._workdir.name)
+        (work / "conf").mkdir()
+        (work / "conf" / "log4j2.properties").write_text(_LOG4J2)
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+        env.update(SPARK_CONF_DIR=str(work / "conf"), PYTHONUNBUFFERED="1")
+        env.pop("PYSPARK_SUBMIT_ARGS", None)
+        self._reply_fd, write_fd = os.pipe()
+        self._buffer = b""
+        argv = [sys.executable, str(Path(__file__).resolve()), "--reply-fd", str(write_fd)]
+        argv += ["--driver-memory", self._driver_memory, *jars]
+        try:
+            self._proc = _spawn(argv, env, work, write_fd)
+            self._receive(self._startup_timeout)
+        except BaseException:
+            self._kill()
+            raise
+        self.startup_seconds = time.monotonic() - began
+        return self
+
+    def read(self, metadata_location: str, snapshot_id: int | None = None) -> pa.Table:
+        """Read a table (optionally at ``snapshot_id``) through ``spark.read.format("iceberg")``."""
+        with self._lock:
+            if not self.running or self._workdir is None:
+                raise JavaReaderError("the Java worker is not running; call start() or use `with`")
+            self._reads += 1
+            out = Path(self._workdir.name) / f"read-{self._reads}.parquet"
+            request: dict[str, Any] = {"metadata_location": str(metadata_location), "out": str(out)}
+            if snapshot_id is not None:
+                request["snapshot_id"] = int(snapshot_id)
+            reply = self._request(request, self._read_timeout)
+            if not reply.get("ok"):
+                raise JavaReadError(f"Java reader failed on {metadata_location}: {reply.get('error')}")
+            try:
+                return pq.read_table(out)
+            finally:
+                out.unlink(missing_ok=True)
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Ask the worker to stop Spark and exit; kill its process group if it does not."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(JavaReaderError, subprocess.TimeoutExpired):
+                self._request({"cmd": "shutdown"}, timeout)
+                proc.wait(timeout)
+        self._kill()
+
+    def _request(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(json.dumps(request).encode() + b"\n")
+            self._proc.stdin.flush()
+        except OSError as exc:
+            self._fail(f"cannot send request to the Java worker ({exc})")
+        return self._receive(timeout)
+
+    def _receive(self, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._fail(f"no reply from the Java worker within {timeout:g}s")
+            ready, _, _ = select.select([self._reply_fd], [], [], min(remaining, 1.0))
+            if ready:
+                chunk = os.read(self._reply_fd, 65536)
+                if not chunk:
+                    self._fail("the Java worker exited")
+                self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    def _fail(self, message: str) -> NoReturn:
+        log_tail = self._log_tail()
+        self._kill()
+        raise JavaReaderError(f"{message}; worker log tail:\n{log_tail}")
+
+    def _log_tail(self, limit: int = 4000) -> str:
+        if self._workdir is None:
+            return ""
+        log = Path(self._workdir.name) / "worker.log"
+        return log.read_bytes()[-limit:].decode(errors="replace") if log.exists() else ""
+
+    def _kill(self) -> None:
+        if self._proc is not None:
+            # Also after a clean exit: the JVM child may outlive the worker for a moment.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            self._proc.wait()
+            if self._proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    self._proc.stdin.close()
+            self._proc = None
+        if self._reply_fd >= 0:
+            os.close(self._reply_fd)
+            self._reply_fd = -1
+        if self._workdir is not None:
+            self._workdir.cleanup()
+            self._workdir = None
+
+
+# ---------------------------------------------------------------- worker side (runs in the subprocess)
+
+
+def _short_error(exc: BaseException, limit: int = 3000) -> str:
+    """Exception text without Java stack frames (py4j errors are otherwise thousands of lines)."""
+    frames = ("at ", "... ")
+    lines = [ln for ln in str(exc).splitlines() if ln.strip() and not ln.lstrip().startswith(frames)]
+    return f"{type(exc).__name__}: " + "\n".join(lines)[:limit]
+
+
+def _serve(reply_fd: int, jars: list[str], driver_memory: str) -> None:
+    # pyspark is imported here so that importing this module (client side, doctest collection)
+    # stays cheap; only the worker process needs it.
+    from pyspark.sql import SparkSession
+
+    reply = os.fdopen(reply_fd, "w", buffering=1)
+    conf = {
+        "spark.master": "local[2]",
+        "spark.app.name": "rowops-java-oracle",
+        "spark.jars": ",".join(jars),
+        "spark.driver.memory": driver_memory,
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.sql.warehouse.dir": os.path.abspath("spark-warehouse"),
+    }
+    builder = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    reply.write(json.dumps({"ok": True, "spark": spark.version}) + "\n")
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request.get("cmd") == "shutdown":
+            break
+        try:
+            reader = spark.read.format("iceberg")
+            if request.get("snapshot_id") is not None:
+                reader = reader.option("snapshot-id", str(request["snapshot_id"]))
+            df = reader.load(request["metadata_location"])
+            batches = df._collect_as_arrow()
+            table = pa.Table.from_batches(batches) if batches else _empty_table(df.schema)
+            pq.write_table(table, request["out"])
+            answer: dict[str, Any] = {"ok": True, "rows": table.num_rows}
+        except Exception as exc:
+            answer = {"ok": False, "error": _short_error(exc)}
+        reply.write(json.dumps(answer) + "\n")
+    spark.stop()
+    with contextlib.suppress(BrokenPipeError):  # the client may be gone already (stdin EOF)
+        reply.write(json.dumps({"ok": True, "bye": True}) + "\n")
+        reply.close()
+
+
+def _empty_table(schema: Any) -> pa.Table:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema).empty_table()
+
+
+def _worker_main(argv: list[str]) -> None:
+    if len(argv) < 5 or argv[0] != "--reply-fd" or argv[2] != "--driver-memory":
+        sys.exit("usage: java_reader.py --reply-fd N --driver-memory M JAR...")
+    _serve(int(argv[1]), argv[4:], argv[3])
+
+
+if __name__ == "__main__":
+    _worker_main(sys.argv[1:])

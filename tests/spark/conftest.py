@@ -1,0 +1,33 @@
+"""Fixtures of the behaviour suite: strategy and layout parameters, the Java oracle."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from tests.oracles.java_reader import JavaIcebergReader
+from tests.spark.tables import LAYOUTS, Layout
+
+STRATEGIES = ["copy-on-write", "position-delete", "equality-delete"]
+
+
+@pytest.fixture(params=STRATEGIES)
+def strategy(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(params=LAYOUTS, ids=[layout.name for layout in LAYOUTS])
+def layout(request: pytest.FixtureRequest) -> Layout:
+    return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="session")
+def java() -> Iterator[JavaIcebergReader | None]:
+    """Iceberg's Java reader in its own JVM; ROWOPS_SKIP_JAVA=1 turns it off for quick local runs."""
+    if os.environ.get("ROWOPS_SKIP_JAVA"):
+        yield None
+        return
+    with JavaIcebergReader() as reader:
+        yield reader
