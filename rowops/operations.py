@@ -41,13 +41,24 @@ def spark_errors(context: str) -> Iterator[None]:
     try:
         yield
     except AnalysisException as exc:
-        raise InvalidExpressionError(f"Invalid SQL in {context}: {str(exc).splitlines()[0]}") from exc
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip() and not line.startswith("==")]
+        detail = " ".join(lines[:3])[:500]
+        raise InvalidExpressionError(f"Invalid SQL in {context}: {detail}") from exc
     except (Py4JJavaError, PythonException) as exc:
         text = str(exc)
         if NULL_MARKER in text:
             detail = text[text.index(NULL_MARKER) :].splitlines()[0]
             raise NullKeyError(f"NULL in a required column: {detail.split(': ', 1)[-1]}") from exc
         raise
+
+
+def _describe(spec: OperationSpec) -> str:
+    if isinstance(spec, MergeSpec):
+        return f"MERGE ON {spec.on} " + " ".join(c.describe() for c in spec.clauses)
+    if isinstance(spec, UpdateSpec):
+        assignments = ", ".join(f"{c} = {e}" for c, e in spec.assignments)
+        return f"UPDATE SET {assignments}" + (f" WHERE {spec.where}" if spec.where else "")
+    return "DELETE" + (f" WHERE {spec.where}" if spec.where else "")
 
 
 def table_facts(loaded: LoadedTable, files: TableFiles) -> TableFacts:
@@ -159,7 +170,7 @@ def run(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: s
     chosen = choose_strategy(strategy, spec, table_facts(loaded, files))
     _validate(spec, source, loaded)
     counts: dict[str, int | None] = {"insert": None, "update": None, "delete": None}
-    with staging(loaded.metadata.location) as stage, spark_errors(f"{type(spec).__name__}"):
+    with staging(loaded.metadata.location) as stage, spark_errors(_describe(spec)):
         if chosen == EQUALITY_DELETE:
             assert isinstance(spec, MergeSpec) and source is not None and spec.on_columns is not None
             strategies.check_keys(source, spec.on_columns)

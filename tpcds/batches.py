@@ -34,16 +34,14 @@ from typing import NamedTuple
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from rowops.exec.transforms import murmur3_bucket
+
 TICKET = "ss_ticket_number"
 ITEM = "ss_item_sk"
 KEY_COLUMNS = (TICKET, ITEM)
 QUANTITY = "ss_quantity"
 MONEY_UPDATE_COLUMNS = ("ss_net_paid", "ss_net_paid_inc_tax", "ss_net_profit")
 
-# The int x with Murmur3_x86_32.hashInt(x, seed=42) == 0. Spark's hash(a, b) hashes b with a's hash as
-# the seed, so hash(x, col) is murmur3 with seed 0 - the hash Iceberg's bucket transform uses.
-_ZERO_SEED_INT = -1693959553
-_INT_MAX = 0x7FFFFFFF
 _UNIT = 1 << 53  # hash values are reduced modulo 2**53, which a double holds exactly
 _ONE = Decimal("1.00")
 _BUCKET = "_tpcds_bucket"
@@ -76,9 +74,7 @@ def iceberg_bucket(column: Column | str, num_buckets: int) -> Column:
         store_sales keys are never NULL).
     """
     _check(num_buckets > 0, f"num_buckets must be > 0, got {num_buckets}")
-    value = (F.col(column) if isinstance(column, str) else column).cast("long")
-    zero_seed = F.lit(_ZERO_SEED_INT).cast("int")
-    return F.hash(zero_seed, value).bitwiseAND(F.lit(_INT_MAX)) % F.lit(num_buckets)
+    return murmur3_bucket(F.col(column) if isinstance(column, str) else column, num_buckets)
 
 
 def upsert_batch(

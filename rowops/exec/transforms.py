@@ -23,6 +23,8 @@ from pyiceberg.types import (
     DateType,
     DecimalType,
     IcebergType,
+    IntegerType,
+    LongType,
     StringType,
     TimestampType,
     TimestamptzType,
@@ -33,6 +35,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+# Spark's hash(a, b) is murmur3_32 of b seeded with murmur3_32(a, seed=42). This int hashes to 0, so
+# hash(ZERO_SEED_INT, v) is murmur3_32(v, seed=0) on the JVM, exactly Iceberg's bucket hash for a long.
+ZERO_SEED_INT = -1693959553
+_INT_MAX = 0x7FFFFFFF
+_LONG_HASHED = (IntegerType, LongType, DateType, TimestampType, TimestamptzType)
 
 
 def _epoch_value(col: Column, source: IcebergType) -> Column:
@@ -74,6 +81,16 @@ def _rust_transform(name: str, param: int, source: IcebergType) -> Column:
     return apply
 
 
+def murmur3_bucket(value: Column, num_buckets: int) -> Column:
+    """Iceberg's ``bucket(N)`` of a long-valued column, computed by the JVM (no Python worker).
+
+    Iceberg hashes int, long, date (days) and timestamp (micros) values as 8-byte longs with
+    murmur3_32 (seed 0) and takes ``(hash & Integer.MAX_VALUE) % N``; NULL stays NULL.
+    """
+    hashed = F.hash(F.lit(ZERO_SEED_INT).cast("int"), value.cast("long"))
+    return F.when(value.isNotNull(), hashed.bitwiseAND(F.lit(_INT_MAX)) % F.lit(num_buckets))
+
+
 def _time_value(name: str, col: Column, source: IcebergType) -> Column:
     if name == "hour":
         return F.floor(_epoch_value(col, source) / F.lit(3_600_000_000))
@@ -103,6 +120,8 @@ def partition_value(field: PartitionField, schema: Schema) -> Column:
     param = getattr(field.transform, "num_buckets", None) or getattr(field.transform, "width", None)
     if name == "identity":
         value = _identity_value(col, source.field_type)
+    elif name == "bucket" and isinstance(source.field_type, _LONG_HASHED):
+        value = murmur3_bucket(_epoch_value(col, source.field_type), int(param or 0))
     elif name == "bucket" or (name == "truncate" and isinstance(source.field_type, DecimalType | BinaryType)):
         udf = _rust_transform(name, int(param or 0), source.field_type)
         value = udf(_epoch_value(col, source.field_type))  # type: ignore[operator]

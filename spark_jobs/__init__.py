@@ -1,0 +1,1 @@
+"""Thin entry points for scheduled rowops jobs."""
