@@ -73,7 +73,9 @@ class Table:
                 "parent_id": s.parent_snapshot_id,
                 "sequence_number": s.sequence_number,
                 "timestamp_ms": s.timestamp_ms,
-                "summary": dict(s.summary or {}),
+                "summary": {"operation": s.summary.operation.value, **s.summary.additional_properties}
+                if s.summary
+                else {},
             }
             for s in self.metadata.snapshots
         ]
