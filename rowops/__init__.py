@@ -19,6 +19,7 @@ from rowops.errors import (
     UnsupportedStrategyError,
 )
 from rowops.lakehouse import Lakehouse
+from rowops.operations import explain as _explain
 from rowops.operations import run
 from rowops.spec.operations import DeleteSpec, UpdateSpec, normalize_assignments, simple_merge_spec
 from rowops.spec.results import OperationResult
@@ -39,6 +40,7 @@ __all__ = [
     "UnsupportedStrategyError",
     "delete",
     "errors",
+    "explain",
     "merge",
     "update",
 ]
@@ -78,3 +80,27 @@ def update(
 def delete(target: Table, where: str | None = None, strategy: str = "auto") -> OperationResult:
     """DELETE FROM ``target`` WHERE ``where`` (Spark SQL)."""
     return run(target, DeleteSpec(where), None, strategy)
+
+
+def explain(
+    source: DataFrame | None,
+    target: Table,
+    on: Sequence[str] | str | None = None,
+    when_matched: str | None = "update",
+    when_not_matched: str | None = "insert",
+    when_not_matched_by_source: str | None = None,
+    strategy: str = "auto",
+    update_set: Mapping[str, str] | None = None,
+    where: str | None = None,
+) -> str:
+    """Explain a MERGE (``source`` and ``on`` given), an UPDATE (``update_set``) or a DELETE, without running it.
+
+    Shows the chosen encoding with the cost numbers behind it, the files scanned and pruned, whether
+    the co-located join applies (and why not), and Spark's physical plan of the join.
+    """
+    if source is not None and on is not None:
+        spec = simple_merge_spec(on, when_matched, when_not_matched, when_not_matched_by_source)
+        return _explain(target, spec, source, strategy)
+    if update_set is not None:
+        return _explain(target, UpdateSpec(normalize_assignments(update_set), where), None, strategy)
+    return _explain(target, DeleteSpec(where), None, strategy)

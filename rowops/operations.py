@@ -1,6 +1,6 @@
 """Running a row-level operation end to end: plan, execute with Spark, commit, report.
 
-spec ──► plan.choose_strategy ──► exec (scan/join/write) ──► meta (DataFiles) ──► catalog commit
+spec ─► plan (pre-scan, pruning, cost-based choice) ─► exec (scan/join/write) ─► commit ─► result
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from py4j.protocol import Py4JJavaError
@@ -19,13 +20,19 @@ from rowops.catalog.tables import LoadedTable
 from rowops.commit.row_delta import RowDelta
 from rowops.errors import CardinalityViolationError, InvalidExpressionError, NoSuchColumnError, NullKeyError
 from rowops.exec import strategies
-from rowops.exec.changes import RowChanges, delete_changes, matched_duplicates, merge_changes, update_changes
+from rowops.exec.cardinality import repeated_matches_bitmap
+from rowops.exec.changes import RowChanges, delete_changes, matched_rows, merge_changes, update_changes
+from rowops.exec.prescan import file_keys, scan_source_keys
 from rowops.exec.scan import POS_COL, read_data_files, scan
-from rowops.exec.strategies import Written
+from rowops.exec.stats import in_memory_bytes
+from rowops.exec.strategies import WriteContext, Written
 from rowops.exec.validation import check_source
 from rowops.exec.write import NULL_MARKER, staging, write_data
-from rowops.meta.files import TableFiles, data_files_from_parquet, live_files
-from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, TableFacts, choose_strategy
+from rowops.meta.files import LiveFile, TableFiles, data_files_from_parquet, live_files
+from rowops.plan.cost import Estimate, rewrite_is_cheaper
+from rowops.plan.explain import FileGroup, PlanReport, format_report
+from rowops.plan.pruning import prune_files
+from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, HYBRID, Decision, TableFacts, choose_strategy
 from rowops.spec.operations import MergeSpec, OperationSpec, UpdateSpec
 from rowops.spec.results import OperationResult
 
@@ -33,6 +40,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from rowops.table import Table
+
+DEFAULT_COLOCATED_MAX_BYTES = 256 * 1024 * 1024
 
 
 @contextmanager
@@ -42,8 +51,7 @@ def spark_errors(context: str) -> Iterator[None]:
         yield
     except AnalysisException as exc:
         lines = [line.strip() for line in str(exc).splitlines() if line.strip() and not line.startswith("==")]
-        detail = " ".join(lines[:3])[:500]
-        raise InvalidExpressionError(f"Invalid SQL in {context}: {detail}") from exc
+        raise InvalidExpressionError(f"Invalid SQL in {context}: {' '.join(lines[:3])[:500]}") from exc
     except (Py4JJavaError, PythonException) as exc:
         text = str(exc)
         if NULL_MARKER in text:
@@ -52,7 +60,7 @@ def spark_errors(context: str) -> Iterator[None]:
         raise
 
 
-def _describe(spec: OperationSpec) -> str:
+def describe(spec: OperationSpec) -> str:
     if isinstance(spec, MergeSpec):
         return f"MERGE ON {spec.on} " + " ".join(c.describe() for c in spec.clauses)
     if isinstance(spec, UpdateSpec):
@@ -76,48 +84,160 @@ def _check_columns(names: list[str], loaded: LoadedTable, context: str) -> None:
 
 
 def _validate(spec: OperationSpec, source: DataFrame | None, loaded: LoadedTable) -> None:
-    schema = loaded.metadata.schema()
     if isinstance(spec, UpdateSpec):
         _check_columns([c for c, _ in spec.assignments], loaded, "set=")
-    if isinstance(spec, MergeSpec) and source is not None:
-        if spec.on_columns is not None:
-            _check_columns(list(spec.on_columns), loaded, "on=")
-            missing = [c for c in spec.on_columns if c not in source.columns]
-            if missing:
-                raise NoSuchColumnError(f"Key column(s) {missing} of on= are not in the source")
-        for clause in spec.clauses:
-            _check_columns([c for c, _ in clause.assignments or ()], loaded, clause.describe())
-        needs_all = any(c.assignments is None and c.action != "delete" for c in spec.clauses)
-        if needs_all:
-            check_source(source.schema, schema, allow_extra=spec.on_columns is None)
+    if not isinstance(spec, MergeSpec) or source is None:
+        return
+    if spec.on_columns is not None:
+        _check_columns(list(spec.on_columns), loaded, "on=")
+        missing = [c for c in spec.on_columns if c not in source.columns]
+        if missing:
+            raise NoSuchColumnError(f"Key column(s) {missing} of on= are not in the source")
+    for clause in spec.clauses:
+        _check_columns([c for c, _ in clause.assignments or ()], loaded, clause.describe())
+    if any(c.assignments is None and c.action != "delete" for c in spec.clauses):
+        check_source(source.schema, loaded.metadata.schema(), allow_extra=spec.on_columns is None)
 
 
-def _changes(
-    spec: OperationSpec, source: DataFrame | None, target: DataFrame, columns: list[str]
-) -> RowChanges:
+@dataclass(frozen=True)
+class Planned:
+    """An operation planned against one table state, ready to execute."""
+
+    table: Table
+    spec: OperationSpec
+    source: DataFrame | None
+    loaded: LoadedTable
+    files: TableFiles
+    decision: Decision
+    candidates: tuple[LiveFile, ...]
+    colocated: bool
+    read_weight: float
+    report: PlanReport
+
+
+def _property(loaded: LoadedTable, key: str, default: str) -> str:
+    return loaded.metadata.properties.get(key, default)
+
+
+def _estimate(
+    planned_files: TableFiles,
+    candidates: list[LiveFile],
+    rows: int,
+    keys: list[str],
+    loaded: LoadedTable,
+    touched_partitions: set[tuple[object, ...]],
+) -> Estimate:
+    schema = loaded.metadata.schema()
+    key_ids = {schema.find_field(k).field_id for k in keys}
+    total = sum(sum((f.data_file.column_sizes or {}).values()) for f in candidates) or 1
+    key_bytes = sum(
+        v for f in candidates for k, v in (f.data_file.column_sizes or {}).items() if k in key_ids
+    )
+    all_rows = sum(f.record_count for f in planned_files.data) or 1
+    per_row = sum(f.size for f in planned_files.data) / all_rows
+    return Estimate(
+        source_rows=rows,
+        source_bytes=int(rows * per_row),
+        candidate_bytes=sum(f.size for f in candidates),
+        candidate_rows=sum(f.record_count for f in candidates),
+        candidate_files=len(candidates),
+        key_fraction=min(key_bytes / total, 1.0),
+        partition_bytes=sum(f.size for f in planned_files.data if f.partition in touched_partitions),
+    )
+
+
+def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str) -> Planned:
+    """Pre-scan the source keys, prune target files, choose the encoding and the join."""
+    loaded = table.load()
+    files = live_files(loaded.metadata, table.lake.catalog.io)
+    facts = table_facts(loaded, files)
+    _validate(spec, source, loaded)
+    read_weight = float(_property(loaded, "rowops.read-weight", "1"))
+    pinned = loaded.metadata.properties.get("rowops.strategy")
+    candidates, estimate, source_rows = list(files.data), None, None
+    keys = list(spec.on_columns or ()) if isinstance(spec, MergeSpec) else []
+    if source is not None and keys and strategy != EQUALITY_DELETE:
+        with spark_errors(describe(spec)):
+            keyed = scan_source_keys(
+                source, keys, loaded.metadata, sorted({f.partition for f in files.data}, key=repr)
+            )
+        source_rows = keyed.rows
+        assert isinstance(spec, MergeSpec)
+        if not spec.of("not_matched_by_source"):
+            kept = {
+                k.path
+                for k in prune_files(file_keys(files.data, keys, loaded.metadata.schema()), keyed.ranges).kept
+            }
+            candidates = [f for f in files.data if f.path in kept]
+        estimate = _estimate(files, candidates, keyed.rows, keys, loaded, set(keyed.ranges.by_partition))
+    decision = choose_strategy(strategy, spec, facts, estimate, read_weight, pinned)
+    colocated, why = _colocation(spec, source, source_rows, decision, loaded)
+    report = PlanReport(
+        operation=describe(spec),
+        requested=strategy,
+        strategy=decision.strategy,
+        reason=decision.reason,
+        costs=decision.costs,
+        files_total=len(files.data),
+        files_scanned=len(candidates) if decision.scans_target else 0,
+        files_pruned=len(files.data) - len(candidates) if decision.scans_target else 0,
+        colocated=colocated if isinstance(spec, MergeSpec) else None,
+        colocated_reason=why,
+    )
+    return Planned(
+        table, spec, source, loaded, files, decision, tuple(candidates), colocated, read_weight, report
+    )
+
+
+def _colocation(
+    spec: OperationSpec,
+    source: DataFrame | None,
+    source_rows: int | None,
+    decision: Decision,
+    loaded: LoadedTable,
+) -> tuple[bool, str]:
+    """Whether to broadcast the source so target rows are never shuffled, and why (not)."""
+    if not isinstance(spec, MergeSpec) or source is None:
+        return False, "no join"
+    if not decision.scans_target:
+        return False, "equality deletes do not read the target"
+    if _property(loaded, "rowops.colocated-join.enabled", "true").lower() != "true":
+        return False, "disabled by table property rowops.colocated-join.enabled"
+    limit = int(_property(loaded, "rowops.colocated-join.max-bytes", str(DEFAULT_COLOCATED_MAX_BYTES)))
+    size = in_memory_bytes(source, source_rows)
+    if size > limit:
+        return False, f"source ~{size / 2**20:,.1f} MiB > {limit / 2**20:,.0f} MiB: shuffle join"
+    return (
+        True,
+        f"source ~{size / 2**20:,.1f} MiB <= {limit / 2**20:,.0f} MiB: broadcast to the target's scan tasks",
+    )
+
+
+def _changes(planned: Planned, target: DataFrame, columns: list[str]) -> RowChanges:
+    spec = planned.spec
     if isinstance(spec, MergeSpec):
-        assert source is not None
-        return merge_changes(target, source, spec, columns)
+        assert planned.source is not None
+        return merge_changes(target, planned.source, spec, columns, colocated=planned.colocated)
     if isinstance(spec, UpdateSpec):
         return update_changes(target, spec, columns)
     return delete_changes(target, spec, columns)
 
 
-def _check_cardinality(
-    spec: OperationSpec, changes: RowChanges, files: TableFiles, loaded: LoadedTable
-) -> None:
+def _check_cardinality(planned: Planned, changes: RowChanges) -> None:
     """SQL's MERGE cardinality rule: a target row may match at most one source row."""
+    spec = planned.spec
     if not isinstance(spec, MergeSpec) or not spec.of("matched"):
         return
-    dups = matched_duplicates(changes)
+    dups = repeated_matches_bitmap(matched_rows(changes))
     if not dups:
         return
-    schema = loaded.metadata.schema()
+    schema = planned.loaded.metadata.schema()
     ids = [schema.find_column_name(i) for i in schema.identifier_field_ids]
     key_names = [k for k in (spec.on_columns or ids) if k] or schema.column_names[:3]
     examples: list[tuple[object, ...]] = []
+    spark = changes.joined.sparkSession
     for path, pos in dups:
-        rows = read_data_files(changes.joined.sparkSession, schema, [f for f in files.data if f.path == path])
+        rows = read_data_files(spark, schema, [f for f in planned.files.data if f.path == path])
         examples += [tuple(r) for r in rows.filter(rows[POS_COL] == pos).select(*key_names).collect()]
     raise CardinalityViolationError(
         f"MERGE matched a single target row with more than one source row; offending target keys "
@@ -126,10 +246,124 @@ def _check_cardinality(
     )
 
 
-def _delta(
-    written: Written, loaded: LoadedTable, files: TableFiles, strategy: str, spec: OperationSpec
-) -> RowDelta:
-    metadata = loaded.metadata
+def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int | None]]:
+    """Run the chosen encoding; returns what was written and the row counts."""
+    spec, source = planned.spec, planned.source
+    if planned.decision.strategy == EQUALITY_DELETE:
+        assert isinstance(spec, MergeSpec) and source is not None and spec.on_columns is not None
+        strategies.check_keys(source, spec.on_columns)
+        upsert = spec.key_upsert_or_delete == "upsert"
+        return strategies.equality_delete(ctx, source, spec.on_columns, upsert), {}
+    columns = planned.loaded.metadata.schema().column_names
+    target = scan(
+        ctx.spark,
+        planned.loaded.metadata.schema(),
+        planned.files,
+        data_files=planned.candidates,
+        row_ids=True,
+    )
+    changes = _changes(planned, target, columns)
+    try:
+        _check_cardinality(planned, changes)
+        counts = changes.counts()
+        new = counts["insert"] + counts["update"]
+        if planned.decision.strategy == COPY_ON_WRITE:
+            written = strategies.copy_on_write(ctx, changes, new)
+        elif planned.decision.strategy == HYBRID:
+            weight = planned.read_weight
+            written = strategies.hybrid(ctx, changes, new, lambda change: rewrite_is_cheaper(change, weight))
+        else:
+            written = strategies.position_delete(ctx, changes, new)
+        return written, dict(counts)
+    finally:
+        changes.release()
+
+
+def _groups(written: Written, files: TableFiles) -> tuple[FileGroup, ...]:
+    rows = {f.path: f.record_count for f in files.data}
+    groups = []
+    for name, paths in (
+        ("copy-on-write", written.rewritten),
+        ("position-delete", set(written.changed_rows) - written.rewritten),
+    ):
+        if paths:
+            groups.append(
+                FileGroup(
+                    name,
+                    len(paths),
+                    sum(written.changed_rows[p] for p in paths),
+                    sum(rows.get(p, 0) for p in paths),
+                )
+            )
+    return tuple(groups)
+
+
+def _final_strategy(decision: Decision, groups: tuple[FileGroup, ...]) -> str:
+    if decision.strategy != HYBRID:
+        return decision.strategy
+    names = {g.encoding for g in groups}
+    return names.pop() if len(names) == 1 else HYBRID if names else "position-delete"
+
+
+def execute(planned: Planned) -> OperationResult:
+    """Execute a planned operation and commit it."""
+    started = time.perf_counter()
+    metadata = planned.loaded.metadata
+    with staging(metadata.location) as stage, spark_errors(describe(planned.spec)):
+        ctx = WriteContext(planned.table.lake.spark, planned.files, metadata, stage)
+        written, counts = _encode(planned, ctx)
+        delta = _delta(written, planned)
+        committed = _commit(planned.table, planned.loaded, planned.files, delta)
+        if committed is None:
+            stage.discard()
+    groups = _groups(written, planned.files)
+    strategy = _final_strategy(planned.decision, groups)
+    report = replace(planned.report, groups=groups, strategy=strategy)
+    return OperationResult(
+        strategy=strategy,
+        snapshot_id=committed.metadata.current_snapshot_id if committed else metadata.current_snapshot_id,
+        rows_inserted=counts.get("insert"),
+        rows_updated=counts.get("update"),
+        rows_deleted=counts.get("delete"),
+        data_files_added=len(delta.added_data),
+        data_files_removed=len(delta.removed_data),
+        delete_files_added=len(delta.added_deletes),
+        duration_s=time.perf_counter() - started,
+        delete_files_removed=len(delta.removed_deletes),
+        files_scanned=report.files_scanned,
+        files_pruned=report.files_pruned,
+        files_rewritten=len(written.rewritten),
+        explain=format_report(report),
+    )
+
+
+def run(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str) -> OperationResult:
+    """Plan, execute and commit one operation on ``table``."""
+    started = time.perf_counter()
+    result = execute(plan(table, spec, source, strategy))
+    return replace(result, duration_s=time.perf_counter() - started)
+
+
+def explain(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str) -> str:
+    """The plan of an operation, with Spark's physical plan of its join; nothing is written."""
+    planned = plan(table, spec, source, strategy)
+    spark_plan = ""
+    if planned.decision.scans_target:
+        metadata = planned.loaded.metadata
+        target = scan(
+            table.lake.spark, metadata.schema(), planned.files, data_files=planned.candidates, row_ids=True
+        )
+        with spark_errors(describe(spec)):
+            changes = _changes(planned, target, metadata.schema().column_names)
+            try:
+                spark_plan = changes.joined._jdf.queryExecution().executedPlan().toString()
+            finally:
+                changes.release()
+    return format_report(replace(planned.report, spark_plan=spark_plan), with_spark_plan=True)
+
+
+def _delta(written: Written, planned: Planned) -> RowDelta:
+    metadata, spec = planned.loaded.metadata, planned.spec
     schema = metadata.schema()
     eq_ids = (
         [schema.find_field(n).field_id for n in (spec.on_columns or ())]
@@ -148,6 +382,7 @@ def _delta(
         operation = Operation.OVERWRITE if added_data else Operation.DELETE
     else:
         operation = Operation.APPEND
+    read = {(f.spec_id, f.partition) for f in planned.candidates}
     return RowDelta(
         operation=operation,
         added_data=tuple(added_data),
@@ -155,55 +390,10 @@ def _delta(
         removed_data=frozenset(written.removed_data),
         removed_deletes=frozenset(written.removed_deletes),
         referenced_data=frozenset(written.referenced_data),
-        serializable=metadata.properties.get("rowops.isolation-level", "serializable") == "serializable",
-        blind=strategy == EQUALITY_DELETE,
-        extra_summary={"rowops.strategy": strategy},
-    )
-
-
-def run(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str) -> OperationResult:
-    """Plan, execute and commit one operation on ``table``."""
-    started = time.perf_counter()
-    spark = table.lake.spark
-    loaded = table.load()
-    files = live_files(loaded.metadata, table.lake.catalog.io)
-    chosen = choose_strategy(strategy, spec, table_facts(loaded, files))
-    _validate(spec, source, loaded)
-    counts: dict[str, int | None] = {"insert": None, "update": None, "delete": None}
-    with staging(loaded.metadata.location) as stage, spark_errors(_describe(spec)):
-        if chosen == EQUALITY_DELETE:
-            assert isinstance(spec, MergeSpec) and source is not None and spec.on_columns is not None
-            strategies.check_keys(source, spec.on_columns)
-            upsert = spec.key_upsert_or_delete == "upsert"
-            written = strategies.equality_delete(source, spec.on_columns, upsert, loaded.metadata, stage)
-        else:
-            columns = loaded.metadata.schema().column_names
-            target = scan(spark, loaded.metadata.schema(), files, row_ids=True)
-            changes = _changes(spec, source, target, columns)
-            try:
-                _check_cardinality(spec, changes, files, loaded)
-                counts = dict(changes.counts())
-                encode = strategies.copy_on_write if chosen == COPY_ON_WRITE else strategies.position_delete
-                written = encode(spark, changes, files, loaded.metadata, stage)
-            finally:
-                changes.release()
-        delta = _delta(written, loaded, files, chosen, spec)
-        committed = _commit(table, loaded, files, delta)
-        if committed is None:
-            stage.discard()
-    return OperationResult(
-        strategy=chosen,
-        snapshot_id=committed.metadata.current_snapshot_id
-        if committed
-        else loaded.metadata.current_snapshot_id,
-        rows_inserted=counts["insert"],
-        rows_updated=counts["update"],
-        rows_deleted=counts["delete"],
-        data_files_added=len(delta.added_data),
-        data_files_removed=len(delta.removed_data),
-        delete_files_added=len(delta.added_deletes),
-        delete_files_removed=len(delta.removed_deletes),
-        duration_s=time.perf_counter() - started,
+        read_partitions=frozenset(read) if len(planned.candidates) < len(planned.files.data) else None,
+        serializable=_property(planned.loaded, "rowops.isolation-level", "serializable") == "serializable",
+        blind=planned.decision.strategy == EQUALITY_DELETE,
+        extra_summary={"rowops.strategy": planned.decision.strategy},
     )
 
 
@@ -220,24 +410,13 @@ def append(table: Table, df: DataFrame) -> OperationResult:
     loaded = table.load()
     check_source(df.schema, loaded.metadata.schema(), allow_extra=False)
     files = live_files(loaded.metadata, table.lake.catalog.io)
-    written = Written()
     with staging(loaded.metadata.location) as stage, spark_errors("append"):
-        written.data = write_data(df, loaded.metadata, stage.next_dir("data"))
+        written = write_data(df, loaded.metadata, stage.next_dir("data"))
+        added = tuple(data_files_from_parquet(written, loaded.metadata))
         delta = RowDelta(
-            Operation.APPEND,
-            added_data=tuple(data_files_from_parquet(written.data, loaded.metadata)),
-            blind=True,
-            extra_summary={"rowops.strategy": "append"},
+            Operation.APPEND, added_data=added, blind=True, extra_summary={"rowops.strategy": "append"}
         )
         committed = _commit(table, loaded, files, delta)
-    return OperationResult(
-        "append",
-        committed.metadata.current_snapshot_id if committed else loaded.metadata.current_snapshot_id,
-        sum(f.record_count for f in delta.added_data),
-        0,
-        0,
-        len(delta.added_data),
-        0,
-        0,
-        time.perf_counter() - started,
-    )
+    snapshot = committed.metadata.current_snapshot_id if committed else loaded.metadata.current_snapshot_id
+    rows = sum(f.record_count for f in added)
+    return OperationResult("append", snapshot, rows, 0, 0, len(added), 0, 0, time.perf_counter() - started)

@@ -118,6 +118,14 @@ class Table:
         """DELETE the rows matching ``where`` (all rows when None)."""
         return operations.run(self, DeleteSpec(where), None, strategy)
 
+    def set_properties(self, **properties: str) -> None:
+        """Set Iceberg table properties, e.g. ``rowops.read-weight``, ``rowops.strategy``,
+        ``rowops.colocated-join.enabled``, ``write.target-file-size-bytes`` (a metadata-only commit).
+
+        Pass keys with dots as ``set_properties(**{"rowops.read-weight": "3"})``.
+        """
+        self.lake.catalog.set_properties(self.load(), {k: str(v) for k, v in properties.items()})
+
     def rollback_to(self, snapshot_id: int) -> None:
         """Make ``snapshot_id`` the current snapshot again (a new lake version; history is kept)."""
         loaded = self.load()
@@ -157,6 +165,10 @@ class MergeBuilder:
 
     def execute(self, strategy: str = "auto") -> OperationResult:
         return operations.run(self._table, self.spec(), self._source, strategy)
+
+    def explain(self, strategy: str = "auto") -> str:
+        """The plan of this MERGE (nothing is written)."""
+        return operations.explain(self._table, self.spec(), self._source, strategy)
 
 
 class _ClauseBuilder:

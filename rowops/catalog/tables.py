@@ -17,7 +17,7 @@ from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.serializers import FromInputFile, ToOutputFile
 from pyiceberg.table.metadata import TableMetadata
-from pyiceberg.table.update import update_table_metadata
+from pyiceberg.table.update import SetPropertiesUpdate, update_table_metadata
 
 from rowops import faults
 from rowops.catalog.log import LakeLog, LakeVersion, TableEntry, VersionTaken
@@ -133,6 +133,15 @@ class TableCatalog:
             return update_table_metadata(cur.metadata, (update,), metadata_location=cur.metadata_location), []
 
         return self._swap(base, produce, {"operation": "set-current-snapshot", "snapshot-id": snapshot_id})
+
+    def set_properties(self, base: LoadedTable, properties: dict[str, str]) -> LoadedTable:
+        """Set table properties (a metadata-only commit that rebases trivially)."""
+        update = SetPropertiesUpdate(updates=properties)
+
+        def produce(cur: LoadedTable) -> tuple[TableMetadata, list[str]]:
+            return update_table_metadata(cur.metadata, (update,), metadata_location=cur.metadata_location), []
+
+        return self._swap(base, produce, {"operation": "set-properties"})
 
     # -- internals ---------------------------------------------------------------------------
     def _swap(self, base: LoadedTable, produce: Producer, info: Mapping[str, object]) -> LoadedTable:

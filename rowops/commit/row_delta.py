@@ -27,7 +27,6 @@ from pyiceberg.table.update import AddSnapshotUpdate, SetSnapshotRefUpdate, upda
 
 from rowops.commit import manifests as mf
 from rowops.meta.files import LiveFile, TableFiles, live_files
-from rowops.meta.paths import normalize_path
 
 
 @dataclass(frozen=True)
@@ -163,23 +162,9 @@ def _suffix() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def _bounds_paths(f: LiveFile) -> tuple[str, str] | None:
-    """The (lower, upper) data file paths a position delete file references, from its metrics."""
-    lower = (f.data_file.lower_bounds or {}).get(2147483546)
-    upper = (f.data_file.upper_bounds or {}).get(2147483546)
-    if lower is None or upper is None:
-        return None
-    return normalize_path(lower.decode()), normalize_path(upper.decode())
-
-
 def _may_reference(delete: LiveFile, paths: frozenset[str]) -> list[str]:
-    """Data files among ``paths`` that a concurrent delete file may apply to."""
-    if delete.content == DataFileContent.POSITION_DELETES:
-        bounds = _bounds_paths(delete)
-        if bounds is None:
-            return sorted(paths)
-        return sorted(p for p in paths if bounds[0] <= p <= bounds[1])
-    return sorted(paths)  # equality deletes: scoped by partition below
+    """Data files among ``paths`` that a concurrent position delete file may apply to."""
+    return sorted(p for p in paths if delete.may_reference(p))
 
 
 def find_conflict(

@@ -11,7 +11,7 @@ first WHEN clause that applies (SQL semantics: clauses are tried in order), or -
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
@@ -21,7 +21,7 @@ from rowops.exec.scan import FILE_COL, POS_COL
 from rowops.spec.operations import DeleteSpec, MergeClause, MergeSpec, UpdateSpec
 
 ACTION = "_action"
-_T_ROW, _S_ROW = "_t_present", "_s_present"
+_T_ROW, _S_ROW, _S_ID = "_t_present", "_s_present", "_s_id"
 
 
 @dataclass
@@ -32,6 +32,7 @@ class RowChanges:
     removed: DataFrame
     new_rows: DataFrame
     kinds: Mapping[int, str]
+    cached: list[DataFrame] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """Rows inserted, updated and deleted (one small aggregate job)."""
@@ -43,7 +44,8 @@ class RowChanges:
         return totals
 
     def release(self) -> None:
-        self.joined.unpersist()
+        for df in (self.joined, *self.cached):
+            df.unpersist()
 
 
 def _join_type(spec: MergeSpec) -> str:
@@ -70,15 +72,11 @@ def _value(clause: MergeClause, column: str) -> Column:
     return F.col(f"t.`{column}`") if clause.action == "update" else F.lit(None)
 
 
-def merge_changes(target: DataFrame, source: DataFrame, spec: MergeSpec, columns: list[str]) -> RowChanges:
-    """Join target (with row ids) and source and derive the changes of the MERGE."""
-    t = target.withColumn(_T_ROW, F.lit(True)).alias("t")
-    s = source.withColumn(_S_ROW, F.lit(True)).alias("s")
-    joined = t.join(s, F.expr(spec.on), _join_type(spec))
+def _staged(joined: DataFrame, spec: MergeSpec, columns: list[str]) -> DataFrame:
+    """Per joined row: row id, the index of the first applicable WHEN clause, and the new values."""
     action: Column = F.lit(-1)
     for index in reversed(range(len(spec.clauses))):
         action = F.when(_clause_applies(spec.clauses[index]), F.lit(index)).otherwise(action)
-    kinds = {i: c.action for i, c in enumerate(spec.clauses)}
     producing = [i for i, c in enumerate(spec.clauses) if c.action != "delete"]
     new_values = []
     for column in columns:
@@ -86,26 +84,63 @@ def merge_changes(target: DataFrame, source: DataFrame, spec: MergeSpec, columns
         for i in producing:
             value = F.when(F.col(ACTION) == i, _value(spec.clauses[i], column)).otherwise(value)
         new_values.append(value.alias(column))
-    staged = joined.withColumn(ACTION, action)
-    staged = staged.select(
+    return joined.withColumn(ACTION, action).select(
         F.col(f"t.{FILE_COL}").alias(FILE_COL),
         F.col(f"t.{POS_COL}").alias(POS_COL),
         ACTION,
         F.col(_T_ROW),
         F.col(_S_ROW),
         *new_values,
-    ).persist(StorageLevel.MEMORY_AND_DISK)
+    )
+
+
+def _colocated_join(t: DataFrame, s: DataFrame, spec: MergeSpec) -> list[DataFrame]:
+    """Join without moving target rows: the source is broadcast to the tasks that scan the target.
+
+    A broadcast hash join streams the target and can keep unmatched target rows (left outer), not
+    unmatched source rows; those (for WHEN NOT MATCHED) come from an anti-join of the source with the
+    ids of the source rows that matched - source-sized work only.
+    """
+    how = "left_outer" if spec.of("not_matched_by_source") else "inner"
+    parts = [t.join(F.broadcast(s), F.expr(spec.on), how)]
+    if spec.of("not_matched"):
+        matched_ids = parts[0].filter(F.col(_T_ROW).isNotNull() & F.col(_S_ROW).isNotNull()).select(_S_ID)
+        unmatched = s.join(matched_ids.distinct(), _S_ID, "left_anti").alias("s")
+        parts.append(unmatched.join(t.limit(0), F.lit(False), "left_outer"))
+    return parts
+
+
+def merge_changes(
+    target: DataFrame, source: DataFrame, spec: MergeSpec, columns: list[str], colocated: bool = False
+) -> RowChanges:
+    """Join target (with row ids) and source and derive the changes of the MERGE.
+
+    Args:
+        colocated: broadcast the source so that target rows are never shuffled.
+    """
+    t = target.withColumn(_T_ROW, F.lit(True)).alias("t")
+    if colocated:
+        s = source.withColumn(_S_ROW, F.lit(True)).withColumn(_S_ID, F.monotonically_increasing_id())
+        s = s.persist(StorageLevel.MEMORY_AND_DISK).alias("s")
+        parts = _colocated_join(t, s, spec)
+    else:
+        s = source.withColumn(_S_ROW, F.lit(True)).alias("s")
+        parts = [t.join(s, F.expr(spec.on), _join_type(spec))]
+    staged = _staged(parts[0], spec, columns)
+    for part in parts[1:]:
+        staged = staged.unionByName(_staged(part, spec, columns))
+    staged = staged.persist(StorageLevel.MEMORY_AND_DISK)
+    kinds = {i: c.action for i, c in enumerate(spec.clauses)}
+    producing = [i for i, c in enumerate(spec.clauses) if c.action != "delete"]
     replaced = [i for i, c in enumerate(spec.clauses) if c.match != "not_matched"]
     removed = staged.filter(F.col(ACTION).isin(replaced)).select(FILE_COL, POS_COL)
     new_rows = staged.filter(F.col(ACTION).isin(producing)).select(*[F.col(f"`{c}`") for c in columns])
-    return RowChanges(staged, removed, new_rows, kinds)
+    return RowChanges(staged, removed, new_rows, kinds, cached=[s] if colocated else [])
 
 
-def matched_duplicates(changes: RowChanges, limit: int = 5) -> list[tuple[str, int]]:
-    """Target rows (file, position) matched by more than one source row; empty when none."""
-    matched = changes.joined.filter(F.col(_T_ROW).isNotNull() & F.col(_S_ROW).isNotNull())
-    dups = matched.groupBy(FILE_COL, POS_COL).count().filter(F.col("count") > 1).limit(limit)
-    return [(r[FILE_COL], int(r[POS_COL])) for r in dups.collect()]
+def matched_rows(changes: RowChanges) -> DataFrame:
+    """Joined rows where a target row met a source row."""
+    return changes.joined.filter(F.col(_T_ROW).isNotNull() & F.col(_S_ROW).isNotNull())
 
 
 def update_changes(target: DataFrame, spec: UpdateSpec, columns: list[str]) -> RowChanges:

@@ -23,7 +23,6 @@ from pyspark.sql import types as T
 
 from rowops.exec.types import to_spark_schema
 from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, TableFiles
-from rowops.meta.paths import normalize_path
 
 FILE_COL, POS_COL, SEQ_COL = "_file", "_pos", "_seq"
 _DEL_SEQ = "_delete_seq"
@@ -118,7 +117,9 @@ def scan(
     targets = files.data if data_files is None else data_files
     rows = read_data_files(spark, schema, targets)
     wanted = {f.path for f in targets}
-    pos = position_deletes(spark, [f for f in files.position_deletes if _may_apply(f, wanted)])
+    pos = position_deletes(
+        spark, [f for f in files.position_deletes if any(f.may_reference(p) for p in wanted)]
+    )
     if pos is not None:
         rows = rows.join(pos, [FILE_COL, POS_COL], "left_anti")
     if files.equality_deletes and targets:
@@ -126,13 +127,3 @@ def scan(
         rows = rows.drop(SEQ_COL)
     columns = [f"`{n}`" for n in schema.column_names]
     return rows.select(*columns, FILE_COL, POS_COL) if row_ids else rows.select(*columns)
-
-
-def _may_apply(delete: LiveFile, data_paths: set[str]) -> bool:
-    """Whether a position delete file can name one of ``data_paths`` (from its file_path bounds)."""
-    lower = (delete.data_file.lower_bounds or {}).get(2147483546)
-    upper = (delete.data_file.upper_bounds or {}).get(2147483546)
-    if lower is None or upper is None:
-        return True
-    lo, hi = normalize_path(lower.decode()), normalize_path(upper.decode())
-    return any(lo <= p <= hi for p in data_paths)

@@ -1,11 +1,14 @@
-"""The three encodings of a change: copy-on-write, position deletes and equality deletes.
+"""The encodings of a change: copy-on-write, position deletes, hybrid, equality deletes.
 
 Each function writes files through Spark and returns what it wrote; nothing is committed here.
+Copy-on-write and position deletes are built from the same parts, so hybrid encoding (rewrite densely
+changed files, add position deletes to sparsely changed ones) is one split of the touched files.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pyiceberg.table.metadata import TableMetadata
@@ -14,15 +17,21 @@ from pyspark.sql import functions as F
 
 from rowops.errors import DuplicateKeyError, NullKeyError
 from rowops.exec.changes import RowChanges
-from rowops.exec.scan import FILE_COL, POS_COL, scan
-from rowops.exec.write import Staging, write_data, write_equality_deletes, write_position_deletes
+from rowops.exec.scan import FILE_COL, POS_COL, position_deletes, scan
+from rowops.exec.write import (
+    DEFAULT_TARGET_FILE_SIZE,
+    Staging,
+    write_data,
+    write_equality_deletes,
+    write_position_deletes,
+)
 from rowops.meta.files import LiveFile, TableFiles, WrittenFile
-from rowops.meta.paths import normalize_path
+from rowops.plan.cost import FileChange
 
 
 @dataclass
 class Written:
-    """Files written by one strategy and the live files they replace."""
+    """Files written by one encoding and the live files they replace."""
 
     data: list[WrittenFile] = field(default_factory=list)
     position_deletes: list[WrittenFile] = field(default_factory=list)
@@ -30,55 +39,156 @@ class Written:
     removed_data: set[str] = field(default_factory=set)
     removed_deletes: set[str] = field(default_factory=set)
     referenced_data: set[str] = field(default_factory=set)
+    rewritten: set[str] = field(default_factory=set)
+    changed_rows: dict[str, int] = field(default_factory=dict)
+
+    def merge(self, other: Written) -> Written:
+        return Written(
+            self.data + other.data,
+            self.position_deletes + other.position_deletes,
+            self.equality_deletes + other.equality_deletes,
+            self.removed_data | other.removed_data,
+            self.removed_deletes | other.removed_deletes,
+            self.referenced_data | other.referenced_data,
+            self.rewritten | other.rewritten,
+            {**self.changed_rows, **other.changed_rows},
+        )
 
 
-def _touched_files(changes: RowChanges) -> set[str]:
-    """Paths of the data files holding a removed row (a list of file names, not rows)."""
-    return {r[FILE_COL] for r in changes.removed.select(FILE_COL).distinct().collect()}
+@dataclass(frozen=True)
+class WriteContext:
+    """Everything an encoding needs besides the changes."""
+
+    spark: SparkSession
+    files: TableFiles
+    metadata: TableMetadata
+    stage: Staging
+
+    @property
+    def target_file_size(self) -> int:
+        return int(self.metadata.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE))
+
+    @property
+    def bytes_per_row(self) -> float:
+        rows = sum(f.record_count for f in self.files.data)
+        return sum(f.size for f in self.files.data) / rows if rows else 100.0
 
 
-def _deletes_only_for(deletes: Sequence[LiveFile], removed: set[str]) -> set[str]:
-    """Position delete files that reference nothing but ``removed`` data files (now dangling)."""
-    dangling = set()
-    for d in deletes:
-        lower = (d.data_file.lower_bounds or {}).get(2147483546)
-        upper = (d.data_file.upper_bounds or {}).get(2147483546)
-        if lower is not None and lower == upper and normalize_path(lower.decode()) in removed:
-            dangling.add(d.path)
-    return dangling
+def single_file_target(delete: LiveFile) -> str | None:
+    """The one data file a position delete file references (from its file_path bounds), if only one."""
+    bounds = delete.referenced_paths
+    return bounds[0] if bounds is not None and bounds[0] == bounds[1] else None
 
 
-def copy_on_write(
-    spark: SparkSession, changes: RowChanges, files: TableFiles, metadata: TableMetadata, stage: Staging
-) -> Written:
-    """Rewrite every data file that holds a removed row: its surviving rows plus the new rows."""
-    touched = _touched_files(changes)
-    targets = [f for f in files.data if f.path in touched]
-    columns = [f"`{c}`" for c in metadata.schema().column_names]
-    survivors = scan(spark, metadata.schema(), files, data_files=targets, row_ids=True)
-    survivors = survivors.join(changes.removed, [FILE_COL, POS_COL], "left_anti").select(*columns)
-    rows = survivors.unionByName(changes.new_rows.select(*columns)) if targets else changes.new_rows
+def _deletes_only_for(deletes: Sequence[LiveFile], data_paths: set[str]) -> list[LiveFile]:
+    """Position delete files that reference nothing but one of ``data_paths``."""
+    return [d for d in deletes if single_file_target(d) in data_paths]
+
+
+def removed_per_file(changes: RowChanges) -> dict[str, int]:
+    """Removed rows per data file path (one row per touched file reaches the driver, not table rows)."""
+    return {r[FILE_COL]: int(r["count"]) for r in changes.removed.groupBy(FILE_COL).count().collect()}
+
+
+def file_changes(removed: dict[str, int], files: TableFiles) -> list[FileChange]:
+    """Run-time facts about each touched file, for the hybrid decision."""
+    previous = {
+        single_file_target(d): d.record_count for d in _deletes_only_for(files.position_deletes, set(removed))
+    }
+    return [
+        FileChange(f.path, f.record_count, f.size, removed[f.path], previous.get(f.path, 0))
+        for f in files.data
+        if f.path in removed
+    ]
+
+
+def rewrite_files(ctx: WriteContext, removed: DataFrame, paths: set[str]) -> Written:
+    """Copy-on-write of ``paths``: their surviving rows, written where they were read (no shuffle)."""
+    targets = [f for f in ctx.files.data if f.path in paths]
+    if not targets:
+        return Written()
+    columns = [f"`{c}`" for c in ctx.metadata.schema().column_names]
+    survivors = scan(ctx.spark, ctx.metadata.schema(), ctx.files, data_files=targets, row_ids=True)
+    survivors = survivors.join(removed, [FILE_COL, POS_COL], "left_anti").select(*columns)
+    max_rows = max(int(ctx.target_file_size / max(ctx.bytes_per_row, 1.0)), 1)
+    written = write_data(
+        survivors, ctx.metadata, ctx.stage.next_dir("rewrite"), cluster=False, max_rows=max_rows
+    )
     return Written(
-        data=write_data(rows, metadata, stage.next_dir("data")),
-        removed_data=touched,
-        removed_deletes=_deletes_only_for(files.position_deletes, touched),
+        data=written,
+        removed_data=set(paths),
+        removed_deletes={d.path for d in _deletes_only_for(ctx.files.position_deletes, set(paths))},
+        rewritten=set(paths),
     )
 
 
-def position_delete(
-    spark: SparkSession, changes: RowChanges, files: TableFiles, metadata: TableMetadata, stage: Staging
-) -> Written:
-    """Write ``(file, pos)`` of removed rows as position deletes and the new rows as data files."""
-    touched = _touched_files(changes)
-    targets = [f for f in files.data if f.path in touched]
+def delete_positions(ctx: WriteContext, removed: DataFrame, counts: dict[str, int]) -> Written:
+    """Position deletes for the files in ``counts``: one sorted delete file per data file.
+
+    Each new delete file also carries the positions of that data file's previous single-file delete
+    file, which is removed: a data file never has more than one live position delete file written by
+    rowops. A data file whose rows would all be deleted is removed from the table instead.
+    """
+    previous = {single_file_target(d): d for d in _deletes_only_for(ctx.files.position_deletes, set(counts))}
+    emptied = {
+        f.path
+        for f in ctx.files.data
+        if f.path in counts
+        and counts[f.path] + (previous[f.path].record_count if f.path in previous else 0) >= f.record_count
+    }
+    targets = [f for f in ctx.files.data if f.path in counts and f.path not in emptied]
+    old = position_deletes(ctx.spark, list(previous.values()))
+    rows = removed.unionByName(old) if old is not None else removed
     deletes = []
     if targets:
-        deletes = write_position_deletes(spark, changes.removed, targets, metadata, stage.next_dir("deletes"))
+        deletes = [
+            w
+            for w, _ in write_position_deletes(
+                ctx.spark, rows, targets, ctx.metadata, ctx.stage.next_dir("deletes")
+            )
+        ]
     return Written(
-        data=write_data(changes.new_rows, metadata, stage.next_dir("data")),
         position_deletes=deletes,
-        referenced_data=touched,
+        removed_data=emptied,
+        removed_deletes={d.path for d in previous.values()},
+        referenced_data={f.path for f in targets},
     )
+
+
+def write_new_rows(ctx: WriteContext, new_rows: DataFrame, count: int | None) -> Written:
+    """Updated and inserted rows as new data files, clustered by partition, sized to the target."""
+    files = None
+    if count is not None and not ctx.metadata.spec().fields:
+        files = max(1, math.ceil(count * ctx.bytes_per_row / ctx.target_file_size))
+    max_rows = max(int(ctx.target_file_size / max(ctx.bytes_per_row, 1.0)), 1)
+    return Written(
+        data=write_data(new_rows, ctx.metadata, ctx.stage.next_dir("data"), files=files, max_rows=max_rows)
+    )
+
+
+def copy_on_write(ctx: WriteContext, changes: RowChanges, new_count: int | None) -> Written:
+    """Rewrite every data file that holds a removed row; add the new rows."""
+    counts = removed_per_file(changes)
+    written = rewrite_files(ctx, changes.removed, set(counts))
+    return written.merge(write_new_rows(ctx, changes.new_rows, new_count)).merge(Written(changed_rows=counts))
+
+
+def position_delete(ctx: WriteContext, changes: RowChanges, new_count: int | None) -> Written:
+    """Position deletes for removed rows; the new rows as data files."""
+    counts = removed_per_file(changes)
+    written = delete_positions(ctx, changes.removed, counts)
+    return written.merge(write_new_rows(ctx, changes.new_rows, new_count)).merge(Written(changed_rows=counts))
+
+
+def hybrid(
+    ctx: WriteContext, changes: RowChanges, new_count: int | None, rewrite: Callable[[FileChange], bool]
+) -> Written:
+    """Rewrite the files ``rewrite`` picks, add position deletes to the others, in one change."""
+    counts = removed_per_file(changes)
+    dense = {c.path for c in file_changes(counts, ctx.files) if rewrite(c)}
+    sparse = {p: n for p, n in counts.items() if p not in dense}
+    written = rewrite_files(ctx, changes.removed, dense).merge(delete_positions(ctx, changes.removed, sparse))
+    return written.merge(write_new_rows(ctx, changes.new_rows, new_count)).merge(Written(changed_rows=counts))
 
 
 def check_keys(source: DataFrame, keys: Sequence[str], limit: int = 5) -> None:
@@ -98,15 +208,13 @@ def check_keys(source: DataFrame, keys: Sequence[str], limit: int = 5) -> None:
         raise DuplicateKeyError(f"The source has duplicate keys {list(keys)}: {examples}")
 
 
-def equality_delete(
-    source: DataFrame, keys: Sequence[str], upsert: bool, metadata: TableMetadata, stage: Staging
-) -> Written:
+def equality_delete(ctx: WriteContext, source: DataFrame, keys: Sequence[str], upsert: bool) -> Written:
     """Blind by-key change: an equality delete of the source keys (+ the source rows for an upsert).
 
     The target is not read at all. Rows inserted in the same commit share its sequence number, so
     the new equality deletes do not apply to them.
     """
     key_rows = source.select(*[F.col(f"`{k}`") for k in keys])
-    deletes = write_equality_deletes(key_rows, keys, metadata, stage.next_dir("eq-deletes"))
-    data = write_data(source, metadata, stage.next_dir("data")) if upsert else []
-    return Written(data=data, equality_deletes=deletes)
+    deletes = write_equality_deletes(key_rows, keys, ctx.metadata, ctx.stage.next_dir("eq-deletes"))
+    written = write_new_rows(ctx, source, None) if upsert else Written()
+    return written.merge(Written(equality_deletes=deletes))

@@ -7,6 +7,7 @@ hash-clustered by partition so that each partition is written by one task.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import time
@@ -21,12 +22,14 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rowops.exec.scan import FILE_COL, POS_COL
+from rowops.exec.stats import UNKNOWN_SIZE, plan_bytes
 from rowops.exec.transforms import hidden_names, parse_partition_dirs, partition_value
 from rowops.exec.types import FIELD_ID_KEY, to_spark_type
 from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, WrittenFile
 
 NULL_MARKER = "ROWOPS_NULL_IN_REQUIRED_COLUMN"
-_PARTITION_INDEX = "partition_index"
+DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
+_FILE_INDEX = "data_file_index"
 
 
 class Staging:
@@ -78,12 +81,31 @@ def _typed_columns(schema: Schema) -> list[Column]:
     return columns
 
 
+def _target_size(metadata: TableMetadata) -> int:
+    return int(metadata.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE))
+
+
 def _codec(metadata: TableMetadata) -> str:
     return metadata.properties.get("write.parquet.compression-codec", "zstd")
 
 
-def write_rows(df: DataFrame, schema: Schema, metadata: TableMetadata, directory: str) -> list[WrittenFile]:
-    """Write rows with ``schema``'s columns, partitioned by the table's spec; list the files."""
+def write_rows(
+    df: DataFrame,
+    schema: Schema,
+    metadata: TableMetadata,
+    directory: str,
+    cluster: bool = True,
+    files: int | None = None,
+    max_rows: int | None = None,
+) -> list[WrittenFile]:
+    """Write rows with ``schema``'s columns, partitioned by the table's spec; list the files.
+
+    Args:
+        cluster: hash-distribute rows by partition first, so each partition is written by one task
+            (one file per partition). Off for rewrites, whose tasks already read one partition.
+        files: for unpartitioned writes, the number of files to produce.
+        max_rows: split files beyond this many rows (the target file size in rows).
+    """
     spec = metadata.spec()
     typed = df.select(*_typed_columns(schema))
     hidden = hidden_names(spec, metadata.schema())
@@ -92,8 +114,18 @@ def write_rows(df: DataFrame, schema: Schema, metadata: TableMetadata, directory
         values = [
             partition_value(f, metadata.schema()).alias(h) for f, h in zip(spec.fields, hidden, strict=True)
         ]
-        writer_df = typed.select("*", *values).repartition(*hidden)
+        writer_df = typed.select("*", *values)
+        if cluster:
+            writer_df = writer_df.repartition(*hidden)
+    elif files is not None:
+        writer_df = writer_df.repartition(files)
+    elif (size := plan_bytes(df)) < UNKNOWN_SIZE:
+        estimate = max(1, math.ceil(size / _target_size(metadata)))
+        if estimate < df.rdd.getNumPartitions():
+            writer_df = writer_df.coalesce(estimate)  # no tiny files from a small write (no shuffle)
     writer = writer_df.write.option("compression", _codec(metadata))
+    if max_rows is not None:
+        writer = writer.option("maxRecordsPerFile", max_rows)
     if hidden:
         writer = writer.partitionBy(*hidden)
     writer.parquet(directory)
@@ -103,9 +135,16 @@ def write_rows(df: DataFrame, schema: Schema, metadata: TableMetadata, directory
     ]
 
 
-def write_data(df: DataFrame, metadata: TableMetadata, directory: str) -> list[WrittenFile]:
+def write_data(
+    df: DataFrame,
+    metadata: TableMetadata,
+    directory: str,
+    cluster: bool = True,
+    files: int | None = None,
+    max_rows: int | None = None,
+) -> list[WrittenFile]:
     """Write table rows (columns matched by name) as data files."""
-    return write_rows(df, metadata.schema(), metadata, directory)
+    return write_rows(df, metadata.schema(), metadata, directory, cluster, files, max_rows)
 
 
 def write_equality_deletes(
@@ -121,16 +160,18 @@ def write_position_deletes(
     data_files: Sequence[LiveFile],
     metadata: TableMetadata,
     directory: str,
-) -> list[WrittenFile]:
-    """Write ``(_file, _pos)`` rows as position-delete files, sorted, one partition per data file's partition.
+) -> list[tuple[WrittenFile, LiveFile]]:
+    """Write ``(_file, _pos)`` rows as position-delete files: one sorted file per data file.
 
-    ``file_path`` is written exactly as the data file's path is recorded in its manifest.
+    ``file_path`` is written exactly as the data file's path is recorded in its manifest, and each
+    delete file takes the partition of the one data file it references.
+
+    Returns:
+        Each written delete file with the data file it references.
     """
-    partitions = sorted({f.partition for f in data_files}, key=repr)
-    index = {p: i for i, p in enumerate(partitions)}
     mapping = spark.createDataFrame(
-        [(f.path, f.data_file.file_path, index[f.partition]) for f in data_files],
-        f"{FILE_COL} string, manifest_path string, {_PARTITION_INDEX} int",
+        [(f.path, f.data_file.file_path, i) for i, f in enumerate(data_files)],
+        f"{FILE_COL} string, manifest_path string, {_FILE_INDEX} int",
     )
     path_field, pos_field = POSITION_DELETE_SCHEMA.fields
     rows = deletes.join(F.broadcast(mapping), FILE_COL, "inner").select(
@@ -138,12 +179,12 @@ def write_position_deletes(
             path_field.name, metadata={FIELD_ID_KEY: path_field.field_id}
         ),
         F.coalesce(POS_COL, F.lit(-1)).alias(pos_field.name, metadata={FIELD_ID_KEY: pos_field.field_id}),
-        F.col(_PARTITION_INDEX),
+        F.col(_FILE_INDEX),
     )
-    rows = rows.repartition(_PARTITION_INDEX).sortWithinPartitions(_PARTITION_INDEX, "file_path", "pos")
-    rows.write.option("compression", _codec(metadata)).partitionBy(_PARTITION_INDEX).parquet(directory)
+    rows = rows.repartition(_FILE_INDEX).sortWithinPartitions(_FILE_INDEX, "pos")
+    rows.write.option("compression", _codec(metadata)).partitionBy(_FILE_INDEX).parquet(directory)
     written = []
     for path, rel in list_written(directory):
-        idx = int(rel.split("=", 1)[1])
-        written.append(WrittenFile(path, partitions[idx]))
+        data_file = data_files[int(rel.split("=", 1)[1])]
+        written.append((WrittenFile(path, data_file.partition), data_file))
     return written

@@ -26,9 +26,10 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from rowops.meta.paths import normalize_path
 
+FILE_PATH_ID, POS_ID = 2147483546, 2147483545
 POSITION_DELETE_SCHEMA = Schema(
-    NestedField(2147483546, "file_path", StringType(), required=True),
-    NestedField(2147483545, "pos", LongType(), required=True),
+    NestedField(FILE_PATH_ID, "file_path", StringType(), required=True),
+    NestedField(POS_ID, "pos", LongType(), required=True),
 )
 # Bounds on file_path must not be truncated: readers use them to scope a delete file to data files.
 _FULL_METRICS = {"write.metadata.metrics.default": "full"}
@@ -60,6 +61,23 @@ class LiveFile:
     @property
     def equality_ids(self) -> tuple[int, ...]:
         return tuple(self.entry.data_file.equality_ids or ())
+
+    @property
+    def referenced_paths(self) -> tuple[str, str] | None:
+        """For a position delete file: the (lowest, highest) data file path it names, from its metrics.
+
+        None when the metrics are missing (then it may reference any data file).
+        """
+        lower = (self.data_file.lower_bounds or {}).get(FILE_PATH_ID)
+        upper = (self.data_file.upper_bounds or {}).get(FILE_PATH_ID)
+        if lower is None or upper is None:
+            return None
+        return normalize_path(lower.decode()), normalize_path(upper.decode())
+
+    def may_reference(self, data_path: str) -> bool:
+        """Whether this position delete file can name ``data_path``."""
+        bounds = self.referenced_paths
+        return bounds is None or bounds[0] <= data_path <= bounds[1]
 
 
 @dataclass(frozen=True)

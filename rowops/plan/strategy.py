@@ -2,9 +2,9 @@
 
 >>> from rowops.spec.operations import simple_merge_spec, UpdateSpec
 >>> facts = TableFacts(identifier=("k",), partition_sources=("k",), data_files=4)
->>> choose_strategy("auto", simple_merge_spec(["k"]), facts)
-'position-delete'
->>> choose_strategy("equality-delete", simple_merge_spec(["k"]), facts)
+>>> choose_strategy("auto", simple_merge_spec(["k"]), facts).strategy
+'hybrid'
+>>> choose_strategy("equality-delete", simple_merge_spec(["k"]), facts).strategy
 'equality-delete'
 >>> choose_strategy("equality-delete", UpdateSpec((("c", "1"),)), facts)
 Traceback (most recent call last):
@@ -15,12 +15,14 @@ Help: Use strategy='auto', 'copy-on-write' or 'position-delete'.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rowops.errors import InvalidInputError, UnsupportedStrategyError
+from rowops.plan.cost import Estimate, choose_cheapest, strategy_costs
 from rowops.spec.operations import STRATEGIES, MergeSpec, OperationSpec
 
 COPY_ON_WRITE, POSITION_DELETE, EQUALITY_DELETE = "copy-on-write", "position-delete", "equality-delete"
+HYBRID = "hybrid"
 
 
 @dataclass(frozen=True)
@@ -58,21 +60,71 @@ def equality_delete_blockers(spec: OperationSpec, facts: TableFacts) -> list[str
     return reasons
 
 
-def choose_strategy(requested: str, spec: OperationSpec, facts: TableFacts) -> str:
-    """The strategy to run: the requested one if it can encode the operation, or the rule for 'auto'.
+@dataclass(frozen=True)
+class Decision:
+    """The chosen encoding, why, and the cost numbers behind it (empty when not cost-based)."""
 
-    The rule for 'auto' (until the cost-based planner lands): position deletes, the paper's best
-    all-round encoding for micro-batches; copy-on-write when the table has no data files yet.
+    strategy: str
+    reason: str
+    costs: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def scans_target(self) -> bool:
+        return self.strategy != EQUALITY_DELETE
+
+
+def allowed_strategies(spec: OperationSpec, facts: TableFacts) -> set[str]:
+    """Encodings that can express ``spec`` on this table."""
+    allowed = {COPY_ON_WRITE, POSITION_DELETE, HYBRID}
+    return allowed | {EQUALITY_DELETE} if not equality_delete_blockers(spec, facts) else allowed
+
+
+def choose_strategy(
+    requested: str,
+    spec: OperationSpec,
+    facts: TableFacts,
+    estimate: Estimate | None = None,
+    read_weight: float = 1.0,
+    pinned: str | None = None,
+) -> Decision:
+    """The encoding to run.
+
+    A requested (or table-pinned, ``rowops.strategy``) encoding is validated and used. For 'auto' the
+    cheapest encoding by :func:`rowops.plan.cost.strategy_costs` wins; when that is a scanning encoding,
+    the choice between rewriting and position deletes is made per file at run time (hybrid).
+
+    >>> from rowops.spec.operations import simple_merge_spec
+    >>> facts = TableFacts(identifier=("k",), partition_sources=("k",), data_files=4)
+    >>> choose_strategy("copy-on-write", simple_merge_spec(["k"]), facts).reason
+    'requested'
+    >>> est = Estimate(10, 1_000, 10**9, 10**7, 100, 0.1, 10**9)
+    >>> d = choose_strategy("auto", simple_merge_spec(["k"]), facts, est, read_weight=0.0)
+    >>> d.strategy, sorted(d.costs)
+    ('equality-delete', ['copy-on-write', 'equality-delete', 'position-delete'])
+    >>> choose_strategy("auto", simple_merge_spec(["k"]), facts, est, read_weight=5.0).strategy
+    'hybrid'
     """
     if requested not in STRATEGIES:
         raise InvalidInputError(f"Unknown strategy {requested!r}; expected one of {', '.join(STRATEGIES)}")
+    reason = "requested"
+    if requested == "auto" and pinned:
+        requested, reason = pinned, "pinned by table property rowops.strategy"
     if requested == EQUALITY_DELETE:
         blockers = equality_delete_blockers(spec, facts)
         if blockers:
             raise UnsupportedStrategyError(
                 f"strategy='equality-delete' cannot encode this operation: {'; '.join(blockers)}"
             )
-        return EQUALITY_DELETE
-    if requested == "auto":
-        return COPY_ON_WRITE if facts.data_files == 0 else POSITION_DELETE
-    return requested
+    if requested != "auto":
+        return Decision(requested, reason)
+    if facts.data_files == 0:
+        return Decision(COPY_ON_WRITE, "the table has no data files: nothing to delete from")
+    if estimate is None:
+        return Decision(HYBRID, "no source estimate: scan, then rewrite or add deletes per file")
+    costs = strategy_costs(estimate, read_weight)
+    best = choose_cheapest(costs, allowed_strategies(spec, facts) - {HYBRID})
+    if best == EQUALITY_DELETE:
+        return Decision(best, f"cheapest (read weight {read_weight:g})", costs)
+    return Decision(
+        HYBRID, f"a scanning encoding is cheapest (read weight {read_weight:g}); per-file choice", costs
+    )

@@ -22,7 +22,7 @@ from rowops.errors import InvalidInputError
 
 MatchKind = Literal["matched", "not_matched", "not_matched_by_source"]
 ActionKind = Literal["update", "delete", "insert"]
-STRATEGIES = ("auto", "copy-on-write", "position-delete", "equality-delete")
+STRATEGIES = ("auto", "copy-on-write", "position-delete", "equality-delete", "hybrid")
 
 _ALLOWED_ACTIONS: dict[str, tuple[str, ...]] = {
     "matched": ("update", "delete"),

@@ -23,4 +23,7 @@ class OperationResult:
     delete_files_added: int
     duration_s: float
     delete_files_removed: int = 0
+    files_scanned: int = 0
+    files_pruned: int = 0
+    files_rewritten: int = 0
     explain: str = field(default="", repr=False)

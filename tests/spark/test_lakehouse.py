@@ -50,7 +50,8 @@ def test_list_drop_and_rollback(lake) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_lake_log_records_each_commit(lake) -> None:  # type: ignore[no-untyped-def]
-    t = lake.create_table("db.t", frame(lake.spark, [make_row(k) for k in range(5)]), identifier=["k"])
+    rows = frame(lake.spark, [make_row(k) for k in range(5)]).coalesce(1)  # one data file of 5 rows
+    t = lake.create_table("db.t", rows, identifier=["k"])
     rowops.merge(frame(lake.spark, [make_row(1, 1)]), t, on=["k"], strategy="position-delete")
     log = lake.catalog.log
     versions = log.versions()

@@ -1,0 +1,121 @@
+"""Key-only pre-scan of the source: per target partition, the range of each key column.
+
+It reads only the key columns of the source and returns one small row per partition the source
+touches (never the rows themselves); the planner uses it to prune target files at run time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyiceberg.conversions import from_bytes
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.types import DateType, IcebergType, PrimitiveType, TimestampType, TimestamptzType
+from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as F
+
+from rowops.exec.transforms import parse_value, partition_value
+from rowops.meta.files import LiveFile
+from rowops.plan.pruning import Bounds, FileKeys, KeyRanges
+
+_EPOCH_DATE = dt.date(1970, 1, 1)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+@dataclass(frozen=True)
+class SourceKeys:
+    """Result of the pre-scan."""
+
+    rows: int
+    ranges: KeyRanges
+
+
+def internal(value: object, iceberg_type: IcebergType) -> object:
+    """A Spark-collected Python value in Iceberg's internal form (dates as days, timestamps as micros)."""
+    if value is None:
+        return None
+    if isinstance(iceberg_type, DateType) and isinstance(value, dt.date):
+        return (value - _EPOCH_DATE).days
+    if isinstance(iceberg_type, TimestamptzType | TimestampType) and isinstance(value, dt.datetime):
+        aware = (
+            value.astimezone(dt.timezone.utc)
+            if isinstance(iceberg_type, TimestamptzType)
+            else value.replace(tzinfo=dt.timezone.utc)
+        )
+        delta = aware - _EPOCH
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return value
+
+
+def scan_source_keys(
+    source: DataFrame,
+    keys: Sequence[str],
+    metadata: TableMetadata,
+    target_partitions: Sequence[tuple[object, ...]],
+) -> SourceKeys:
+    """Ranges of the source keys per target partition (partition derived from the keys when possible)."""
+    schema, spec = metadata.schema(), metadata.spec()
+    key_types = [schema.find_field(k).field_type for k in keys]
+    derivable = all(schema.find_column_name(f.source_id) in keys for f in spec.fields)
+    part_cols = (
+        [partition_value(f, schema).alias(f"_p{i}") for i, f in enumerate(spec.fields)] if derivable else []
+    )
+    aggs = [F.count(F.lit(1)).alias("_rows")]
+    for i, k in enumerate(keys):
+        aggs += [F.min(F.col(f"`{k}`")).alias(f"_lo{i}"), F.max(F.col(f"`{k}`")).alias(f"_hi{i}")]
+    grouped = source.select(*[F.col(f"`{k}`") for k in keys], *part_cols)
+    result = (grouped.groupBy(*[f"_p{i}" for i in range(len(part_cols))]) if part_cols else grouped).agg(
+        *aggs
+    )
+    by_partition: dict[tuple[object, ...], dict[str, Bounds]] = {}
+    rows = 0
+    for row in result.collect():
+        rows += int(row["_rows"])
+        bounds: dict[str, Bounds] = {
+            k: (internal(row[f"_lo{i}"], t), internal(row[f"_hi{i}"], t))
+            if row[f"_lo{i}"] is not None
+            else None
+            for i, (k, t) in enumerate(zip(keys, key_types, strict=True))
+        }
+        if derivable:
+            part = _partition(row, spec, schema)
+            by_partition[part] = bounds
+        else:
+            by_partition = {p: bounds for p in target_partitions}
+    return SourceKeys(rows, KeyRanges(by_partition))
+
+
+def _partition(row: Row, spec: PartitionSpec, schema: Schema) -> tuple[object, ...]:
+    values = []
+    for i, f in enumerate(spec.fields):
+        text = row[f"_p{i}"]
+        result_type = f.transform.result_type(schema.find_field(f.source_id).field_type)
+        values.append(None if text is None else parse_value(text, result_type))
+    return tuple(values)
+
+
+def file_keys(files: Sequence[LiveFile], keys: Sequence[str], schema: Schema) -> list[FileKeys]:
+    """Partition and decoded key bounds of data files, from manifest metrics."""
+    fields = [schema.find_field(k) for k in keys]
+    result = []
+    for f in files:
+        lower, upper = f.data_file.lower_bounds or {}, f.data_file.upper_bounds or {}
+        bounds: dict[str, Bounds] = {}
+        for field in fields:
+            lo, hi = lower.get(field.field_id), upper.get(field.field_id)
+            bounds[field.name] = (
+                (from_bytes(_primitive(field.field_type), lo), from_bytes(_primitive(field.field_type), hi))
+                if lo is not None and hi is not None
+                else None
+            )
+        result.append(FileKeys(f.path, f.partition, bounds))
+    return result
+
+
+def _primitive(t: IcebergType) -> PrimitiveType:
+    assert isinstance(t, PrimitiveType), f"key column of nested type {t}"
+    return t

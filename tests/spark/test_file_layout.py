@@ -1,0 +1,49 @@
+"""What rowops leaves on disk: delete files scoped to one data file, no dangling deletes."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import rowops
+from tests.readers import assert_readers_agree
+from tests.spark.tables import COLUMNS, Layout, Oracle, frame, make_row
+
+
+def live_delete_files_per_data_file(table) -> Counter[str]:  # type: ignore[no-untyped-def]
+    files = table.files()
+    counts: Counter[str] = Counter()
+    for delete in files.position_deletes:
+        bounds = delete.referenced_paths
+        assert bounds is not None and bounds[0] == bounds[1], (
+            "a position delete file spans several data files"
+        )
+        counts[bounds[0]] += 1
+    return counts
+
+
+def test_one_position_delete_file_per_data_file(lake, java) -> None:  # type: ignore[no-untyped-def]
+    layout = Layout("bucket", ("bucket(4, k)",), ("k",))
+    rows = [make_row(k) for k in range(80)]
+    table = lake.create_table(
+        "db.t", frame(lake.spark, rows), partition_by=["bucket(4, k)"], identifier=["k"]
+    )
+    oracle = Oracle(layout, rows)
+    data_before = {f.path for f in table.files().data}
+    for version, keys in enumerate([range(0, 80, 5), range(1, 80, 7), range(2, 80, 3)], start=1):
+        changes = [make_row(k, version) for k in keys]
+        rowops.merge(frame(lake.spark, changes), table, on=["k"], strategy="position-delete")
+        oracle.upsert(changes)
+        counts = live_delete_files_per_data_file(table)
+        assert counts and max(counts.values()) == 1
+    # the original files were hit three times, yet each has one delete file holding all its positions
+    original = {path: n for path, n in live_delete_files_per_data_file(table).items() if path in data_before}
+    assert set(original) == data_before
+    assert_readers_agree(table, oracle.values(), COLUMNS, java)
+
+    # copy-on-write of every file removes the delete files that pointed at the rewritten files
+    deletes_before = len(table.files().position_deletes)
+    result = rowops.update(table, set={"n": "n + 100"}, where="true", strategy="copy-on-write")
+    assert result.delete_files_removed == deletes_before > 0
+    assert not table.files().position_deletes
+    expected = [(*r[:-1], r[-1] + 100) for r in oracle.values()]
+    assert_readers_agree(table, expected, COLUMNS, java)
