@@ -124,7 +124,7 @@ def merge_changes(
         s = s.persist(StorageLevel.MEMORY_AND_DISK).alias("s")
         parts = _colocated_join(t, s, spec)
     else:
-        s = source.withColumn(_S_ROW, F.lit(True)).alias("s")
+        s = source.withColumn(_S_ROW, F.lit(True)).hint("shuffle_hash").alias("s")
         parts = [t.join(s, F.expr(spec.on), _join_type(spec))]
     staged = _staged(parts[0], spec, columns)
     for part in parts[1:]:

@@ -174,7 +174,7 @@ def data_files_from_parquet(
 ) -> list[DataFile]:
     """Build DataFile entries (with full column metrics) from the footers of written files.
 
-    Empty files (zero rows) are skipped; the caller removes them with the staging directory.
+    Empty files (Spark writes one per empty task) are deleted here: no snapshot will reference them.
     """
     spec = metadata.spec()
     if content == DataFileContent.POSITION_DELETES:
@@ -192,6 +192,8 @@ def data_files_from_parquet(
                 lambda w: _data_file(w.path, schema, props, spec, w.partition, content, equality_ids), written
             )
         )
+    for empty in (f for f in files if f.record_count == 0):
+        os.remove(empty.file_path)
     return [f for f in files if f.record_count > 0]
 
 

@@ -1,0 +1,76 @@
+"""Reading what Spark did: shuffle bytes written (from its status store) and physical plan shape."""
+
+from __future__ import annotations
+
+from urllib.parse import unquote
+
+from pyspark.sql import DataFrame, SparkSession
+
+
+def shuffle_bytes_written(spark: SparkSession) -> int:
+    """Total shuffle bytes written by all stages so far in this application."""
+    sc, jvm, gateway = spark.sparkContext._jsc.sc(), spark.sparkContext._jvm, spark.sparkContext._gateway
+    assert jvm is not None and gateway is not None
+    stages = sc.statusStore().stageList(
+        jvm.java.util.ArrayList(), False, False, gateway.new_array(jvm.double, 0), jvm.java.util.ArrayList()
+    )
+    total, it = 0, stages.iterator()
+    while it.hasNext():
+        total += int(it.next().shuffleWriteBytes())
+    return total
+
+
+def _reads_under(scan, location: str) -> bool:  # type: ignore[no-untyped-def]
+    """Whether a FileSourceScanExec reads files below ``location`` (Spark shows paths URL-encoded)."""
+    paths = scan.relation().location().rootPaths().iterator()
+    while paths.hasNext():
+        if unquote(paths.next().toUri().getPath()).startswith(location):
+            return True
+    return False
+
+
+def exchanges_above_scans_of(df: DataFrame, location: str) -> list[str]:
+    """Shuffle exchanges between a scan of files under ``location`` (the target) and the join above it."""
+    plan = df._jdf.queryExecution().executedPlan()
+    found: list[str] = []
+
+    def walk(node, under_shuffle: str | None) -> None:  # type: ignore[no-untyped-def]
+        name = node.getClass().getSimpleName()
+        if name == "AdaptiveSparkPlanExec":  # AQE wraps the plan it will run
+            return walk(node.executedPlan(), under_shuffle)
+        if name == "InMemoryTableScanExec":  # a persisted DataFrame: look into the cached plan
+            return walk(node.relation().cachedPlan(), under_shuffle)
+        if name == "ShuffleExchangeExec":
+            under_shuffle = node.simpleString(200)
+        elif name.endswith("JoinExec"):
+            under_shuffle = None  # an exchange above a join moves join output, not the scanned rows
+        if name == "FileSourceScanExec" and under_shuffle and _reads_under(node, location):
+            found.append(under_shuffle)
+        children = node.children().iterator()
+        while children.hasNext():
+            walk(children.next(), under_shuffle)
+
+    walk(plan, None)
+    return found
+
+
+def scans_of(df: DataFrame, location: str) -> int:
+    """How many file scans under ``location`` the physical plan has (to keep the check above honest)."""
+    plan = df._jdf.queryExecution().executedPlan()
+    count = 0
+
+    def walk(node) -> None:  # type: ignore[no-untyped-def]
+        nonlocal count
+        name = node.getClass().getSimpleName()
+        if name == "AdaptiveSparkPlanExec":
+            return walk(node.executedPlan())
+        if name == "InMemoryTableScanExec":
+            return walk(node.relation().cachedPlan())
+        if name == "FileSourceScanExec" and _reads_under(node, location):
+            count += 1
+        children = node.children().iterator()
+        while children.hasNext():
+            walk(children.next())
+
+    walk(plan)
+    return count

@@ -1,0 +1,143 @@
+"""Planner and execution optimizations: co-located join, runtime pruning, hybrid and auto choice."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+
+import rowops
+from rowops.exec.cardinality import repeated_matches_bitmap, repeated_matches_groupby
+from rowops.exec.changes import matched_rows, merge_changes
+from rowops.exec.scan import scan
+from rowops.spec.operations import simple_merge_spec
+from tests.spark.spark_metrics import exchanges_above_scans_of, scans_of, shuffle_bytes_written
+from tests.spark.tables import frame, make_row
+
+ROWS = 60_000
+
+
+@pytest.fixture()
+def big(lake):  # type: ignore[no-untyped-def]
+    """A bucketed table with wide-ish rows, so target bytes dwarf the source's."""
+    df = lake.spark.range(ROWS).select(
+        F.col("id").alias("k"),
+        (F.col("id") % 100).alias("g"),
+        F.sha2(F.col("id").cast("string"), 256).alias("payload"),
+        F.sha2((F.col("id") + 1).cast("string"), 512).alias("payload2"),
+    )
+    return lake.create_table("db.big", df, partition_by=["bucket(8, k)"], identifier=["k"])
+
+
+def _source(spark, step: int):  # type: ignore[no-untyped-def]
+    return spark.range(0, ROWS + 200, step).select(
+        F.col("id").alias("k"),
+        F.lit(1).cast("long").alias("g"),
+        F.lit("u").alias("payload"),
+        F.lit("v").alias("payload2"),
+    )
+
+
+@pytest.mark.parametrize("strategy", ["position-delete", "copy-on-write"])
+def test_colocated_merge_never_shuffles_the_target(lake, big, strategy) -> None:  # type: ignore[no-untyped-def]
+    spark = lake.spark
+    source = _source(spark, 97).cache()
+    source_rows = source.count()
+    target_bytes = sum(f.size for f in big.files().data)
+    before = shuffle_bytes_written(spark)
+    result = rowops.merge(source, big, on=["k"], strategy=strategy)
+    shuffled = shuffle_bytes_written(spark) - before
+    # Parquet-compressed target vs. the rows of the source: the shuffle stays source-sized.
+    source_bytes = source_rows * (8 + 8 + 2 + 2 + 8)
+    assert "co-located join: yes" in result.explain
+    assert shuffled <= 2 * source_bytes * 8, (shuffled, source_bytes)
+    assert shuffled < target_bytes / 4, (shuffled, target_bytes)
+    assert big.to_df().count() == ROWS + 2  # 2 new keys above ROWS
+
+
+def test_shuffled_join_when_colocation_disabled(lake, big) -> None:  # type: ignore[no-untyped-def]
+    big.set_properties(**{"rowops.colocated-join.enabled": "false"})
+    source = _source(lake.spark, 97)
+    text = rowops.explain(source, big, on=["k"], strategy="position-delete")
+    assert "co-located join: no (disabled by table property" in text
+    target = scan(lake.spark, big.schema, big.files(), row_ids=True)
+    changes = merge_changes(
+        target, source, simple_merge_spec(["k"]), big.schema.column_names, colocated=False
+    )
+    try:
+        assert scans_of(changes.joined, big.metadata.location) >= 1
+        assert exchanges_above_scans_of(changes.joined, big.metadata.location)
+    finally:
+        changes.release()
+
+
+def test_colocated_plan_has_no_exchange_on_target(lake, big) -> None:  # type: ignore[no-untyped-def]
+    source = _source(lake.spark, 97)
+    target = scan(lake.spark, big.schema, big.files(), row_ids=True)
+    changes = merge_changes(target, source, simple_merge_spec(["k"]), big.schema.column_names, colocated=True)
+    try:
+        assert scans_of(changes.joined, big.metadata.location) >= 1
+        assert exchanges_above_scans_of(changes.joined, big.metadata.location) == []
+        plan = changes.joined._jdf.queryExecution().executedPlan().toString()
+        assert "BroadcastHashJoin" in plan
+    finally:
+        changes.release()
+
+
+def test_runtime_pruning_skips_untouched_buckets(lake, big) -> None:  # type: ignore[no-untyped-def]
+    rows = [(k, 7, "x", "y") for k in (3, 5)]
+    source = lake.spark.createDataFrame(rows, big.to_df().schema)
+    result = rowops.merge(source, big, on=["k"], strategy="position-delete")
+    assert result.files_pruned > 0 and result.files_scanned + result.files_pruned == 8
+    assert result.rows_updated == 2
+    got = {r["k"]: r["g"] for r in big.to_df().filter("k in (3, 5, 6)").collect()}
+    assert got == {3: 7, 5: 7, 6: 6}
+
+
+def test_hybrid_rewrites_dense_files_and_deletes_in_sparse(lake) -> None:  # type: ignore[no-untyped-def]
+    df = lake.spark.range(30_000).select(
+        F.col("id").alias("k"),
+        (F.col("id") % 3).alias("g"),
+        F.sha2(F.col("id").cast("string"), 512).alias("p"),
+    )
+    table = lake.create_table("db.t", df.coalesce(1), partition_by=["g"], identifier=["g", "k"])
+    dense = df.filter("g = 0").withColumn("p", F.lit("dense"))  # every row of partition g=0
+    sparse = df.filter("k in (1, 2)").withColumn("p", F.lit("sparse"))  # one row each in g=1 and g=2
+    result = rowops.merge(dense.unionByName(sparse), table, on=["g", "k"], strategy="hybrid")
+    assert result.strategy == "hybrid"
+    assert result.files_rewritten == 1 and result.delete_files_added == 2
+    assert "copy-on-write    1 files, 10,000 of 10,000 rows changed" in result.explain
+    assert "position-delete  2 files, 2 of 20,000 rows changed" in result.explain
+    counts = {
+        r["p"]: r["count"]
+        for r in table.to_df().groupBy("p").count().collect()
+        if r["p"] in ("dense", "sparse")
+    }
+    assert counts == {"dense": 10_000, "sparse": 2} and table.to_df().count() == 30_000
+
+
+def test_auto_follows_the_read_weight_and_pins(lake) -> None:  # type: ignore[no-untyped-def]
+    rows = [make_row(k) for k in range(200)]
+    table = lake.create_table(
+        "db.t", frame(lake.spark, rows), partition_by=["bucket(4, k)"], identifier=["k"]
+    )
+    source = frame(lake.spark, [make_row(k, 1) for k in range(0, 200, 50)])
+    table.set_properties(**{"rowops.read-weight": "0"})  # nobody reads: never scan the target
+    assert "strategy: equality-delete (requested auto: cheapest" in rowops.explain(source, table, on=["k"])
+    table.set_properties(**{"rowops.read-weight": "1000"})  # read-heavy: avoid equality deletes
+    assert "strategy: hybrid (requested auto" in rowops.explain(source, table, on=["k"])
+    table.set_properties(**{"rowops.strategy": "copy-on-write"})
+    assert rowops.merge(source, table, on=["k"]).strategy == "copy-on-write"
+
+
+def test_bitmap_and_groupby_cardinality_checks_agree(lake, big) -> None:  # type: ignore[no-untyped-def]
+    spark = lake.spark
+    source = _source(spark, 1000).union(_source(spark, 3000))  # keys 0, 3000, ... appear twice
+    target = scan(spark, big.schema, big.files(), row_ids=True)
+    changes = merge_changes(target, source, simple_merge_spec(["k"]), big.schema.column_names, colocated=True)
+    try:
+        matched = matched_rows(changes)
+        bitmap = set(repeated_matches_bitmap(matched, limit=1000))
+        grouped = set(repeated_matches_groupby(matched, limit=1000))
+        assert bitmap == grouped and len(bitmap) == len(range(0, ROWS, 3000))
+    finally:
+        changes.release()
