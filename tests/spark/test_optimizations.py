@@ -59,6 +59,7 @@ def test_shuffled_join_when_colocation_disabled(lake, big) -> None:  # type: ign
     source = _source(lake.spark, 97)
     text = rowops.explain(source, big, on=["k"], strategy="position-delete")
     assert "co-located join: no (disabled by table property" in text
+    assert "== Spark physical plan ==" in text and "ShuffledHashJoin" in text
     target = scan(lake.spark, big.schema, big.files(), row_ids=True)
     changes = merge_changes(
         target, source, simple_merge_spec(["k"]), big.schema.column_names, colocated=False
@@ -79,6 +80,7 @@ def test_colocated_plan_has_no_exchange_on_target(lake, big) -> None:  # type: i
         assert exchanges_above_scans_of(changes.joined, big.metadata.location) == []
         plan = changes.joined._jdf.queryExecution().executedPlan().toString()
         assert "BroadcastHashJoin" in plan
+        assert "BroadcastHashJoin" in rowops.explain(source, big, on=["k"], strategy="position-delete")
     finally:
         changes.release()
 
