@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,27 +24,6 @@ from tpcds.datagen import SUCCESS_FILE, Manifest, generate_store_sales
 
 SF = 0.01
 SF_ROWS = 28_810  # store_sales rows at sf=0.01
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    """A local SparkSession; an already running one (e.g. a suite-wide fixture) is reused, not stopped."""
-    existing = SparkSession.getActiveSession()
-    if existing is not None:
-        yield existing
-        return
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("tpcds-batches-test")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")
