@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lake", default="lake")
     parser.add_argument("--sf", type=float, default=0.1)
     parser.add_argument("--data", default="data/tpcds")
-    parser.add_argument("--out", default="lake/upsert_demo.json")
+    parser.add_argument("--out", default=None, help="results JSON (default: <lake>/upsert_demo.json)")
     args = parser.parse_args(argv)
 
     source_dir = generate_store_sales(args.sf, Path(args.data) / f"sf{args.sf:g}")
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows, base_read)
     consistent = len(results) == 1
     print(f"read query before any upsert: {base_read:.2f}s; all strategies give the same table: {consistent}")
-    Path(args.out).write_text(json.dumps({"sf": args.sf, "base_read_s": base_read, "runs": rows}, indent=1))
+    Path(args.out or Path(args.lake) / "upsert_demo.json").write_text(json.dumps({"sf": args.sf, "base_read_s": base_read, "runs": rows}, indent=1))
     return 0 if consistent and base_result != next(iter(results)) else 1
 
 
