@@ -29,7 +29,7 @@ from rowops.exec.strategies import WriteContext, Written
 from rowops.exec.validation import check_source
 from rowops.exec.write import NULL_MARKER, staging, write_data
 from rowops.meta.files import LiveFile, TableFiles, data_files_from_parquet, live_files
-from rowops.plan.cost import Estimate, rewrite_is_cheaper
+from rowops.plan.cost import Estimate
 from rowops.plan.explain import FileGroup, PlanReport, format_report
 from rowops.plan.pruning import prune_files
 from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, HYBRID, Decision, TableFacts, choose_strategy
@@ -270,8 +270,7 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
         if planned.decision.strategy == COPY_ON_WRITE:
             written = strategies.copy_on_write(ctx, changes, new)
         elif planned.decision.strategy == HYBRID:
-            weight = planned.read_weight
-            written = strategies.hybrid(ctx, changes, new, lambda change: rewrite_is_cheaper(change, weight))
+            written = strategies.hybrid(ctx, changes, new, planned.read_weight)
         else:
             written = strategies.position_delete(ctx, changes, new)
         return written, dict(counts)
@@ -291,7 +290,7 @@ def _groups(written: Written, files: TableFiles) -> tuple[FileGroup, ...]:
                 FileGroup(
                     name,
                     len(paths),
-                    sum(written.changed_rows[p] for p in paths),
+                    sum(written.changed_rows.get(p, 0) for p in paths),
                     sum(rows.get(p, 0) for p in paths),
                 )
             )
@@ -388,7 +387,9 @@ def _delta(written: Written, planned: Planned) -> RowDelta:
         added_data=tuple(added_data),
         added_deletes=tuple(added_deletes),
         removed_data=frozenset(written.removed_data),
-        removed_deletes=frozenset(written.removed_deletes),
+        removed_deletes=frozenset(
+            written.removed_deletes | planned.files.dangling_equality_deletes(written.removed_data)
+        ),
         referenced_data=frozenset(written.referenced_data),
         read_partitions=frozenset(read) if len(planned.candidates) < len(planned.files.data) else None,
         serializable=_property(planned.loaded, "rowops.isolation-level", "serializable") == "serializable",

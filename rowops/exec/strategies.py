@@ -8,7 +8,7 @@ changed files, add position deletes to sparsely changed ones) is one split of th
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pyiceberg.table.metadata import TableMetadata
@@ -26,7 +26,7 @@ from rowops.exec.write import (
     write_position_deletes,
 )
 from rowops.meta.files import LiveFile, TableFiles, WrittenFile
-from rowops.plan.cost import FileChange
+from rowops.plan.cost import FileChange, rewrite_is_cheaper, small_files_to_merge
 
 
 @dataclass
@@ -95,11 +95,50 @@ def file_changes(removed: dict[str, int], files: TableFiles) -> list[FileChange]
     previous = {
         single_file_target(d): d.record_count for d in _deletes_only_for(files.position_deletes, set(removed))
     }
+    eq_deleted = {f.path for f in files.data if equality_deletes_apply(f, files)}
     return [
-        FileChange(f.path, f.record_count, f.size, removed[f.path], previous.get(f.path, 0))
+        FileChange(
+            f.path, f.record_count, f.size, removed[f.path], previous.get(f.path, 0), f.path in eq_deleted
+        )
         for f in files.data
         if f.path in removed
     ]
+
+
+def equality_deletes_apply(data: LiveFile, files: TableFiles) -> bool:
+    """Whether a live equality delete file applies to ``data`` (newer, same partition or global)."""
+    return any(
+        d.seq > data.seq and (d.partition == data.partition or not d.partition)
+        for d in files.equality_deletes
+    )
+
+
+def merge_candidates(files: TableFiles, touched: set[str], read_weight: float) -> set[str]:
+    """Small untouched files of the touched partitions worth folding into this rewrite."""
+    touched_partitions = {f.partition for f in files.data if f.path in touched}
+    chosen: set[str] = set()
+    for partition in touched_partitions:
+        others = sorted((f for f in files.data if f.partition == partition and f.path not in touched),
+                        key=lambda f: f.size)  # fmt: skip
+        count = small_files_to_merge([f.size for f in others], read_weight)
+        chosen |= {f.path for f in others[:count]}
+    return chosen
+
+
+def _survivors(ctx: WriteContext, removed: DataFrame, targets: Sequence[LiveFile]) -> DataFrame:
+    """The rows of ``targets`` that stay (deletes applied, removed positions dropped)."""
+    columns = [f"`{c}`" for c in ctx.metadata.schema().column_names]
+    rows = scan(ctx.spark, ctx.metadata.schema(), ctx.files, data_files=targets, row_ids=True)
+    return rows.join(removed, [FILE_COL, POS_COL], "left_anti").select(*columns)
+
+
+def _replaced(ctx: WriteContext, paths: set[str]) -> Written:
+    """The bookkeeping of replacing ``paths``: the files and their single-file delete files go."""
+    return Written(
+        removed_data=set(paths),
+        removed_deletes={d.path for d in _deletes_only_for(ctx.files.position_deletes, set(paths))},
+        rewritten=set(paths),
+    )
 
 
 def rewrite_files(ctx: WriteContext, removed: DataFrame, paths: set[str]) -> Written:
@@ -107,19 +146,12 @@ def rewrite_files(ctx: WriteContext, removed: DataFrame, paths: set[str]) -> Wri
     targets = [f for f in ctx.files.data if f.path in paths]
     if not targets:
         return Written()
-    columns = [f"`{c}`" for c in ctx.metadata.schema().column_names]
-    survivors = scan(ctx.spark, ctx.metadata.schema(), ctx.files, data_files=targets, row_ids=True)
-    survivors = survivors.join(removed, [FILE_COL, POS_COL], "left_anti").select(*columns)
     max_rows = max(int(ctx.target_file_size / max(ctx.bytes_per_row, 1.0)), 1)
+    survivors = _survivors(ctx, removed, targets)
     written = write_data(
         survivors, ctx.metadata, ctx.stage.next_dir("rewrite"), cluster=False, max_rows=max_rows
     )
-    return Written(
-        data=written,
-        removed_data=set(paths),
-        removed_deletes={d.path for d in _deletes_only_for(ctx.files.position_deletes, set(paths))},
-        rewritten=set(paths),
-    )
+    return Written(data=written).merge(_replaced(ctx, paths))
 
 
 def delete_positions(ctx: WriteContext, removed: DataFrame, counts: dict[str, int]) -> Written:
@@ -180,15 +212,29 @@ def position_delete(ctx: WriteContext, changes: RowChanges, new_count: int | Non
     return written.merge(write_new_rows(ctx, changes.new_rows, new_count)).merge(Written(changed_rows=counts))
 
 
-def hybrid(
-    ctx: WriteContext, changes: RowChanges, new_count: int | None, rewrite: Callable[[FileChange], bool]
-) -> Written:
-    """Rewrite the files ``rewrite`` picks, add position deletes to the others, in one change."""
+def hybrid(ctx: WriteContext, changes: RowChanges, new_count: int | None, read_weight: float) -> Written:
+    """Rewrite the files where that is cheaper, add position deletes to the others, in one change.
+
+    Small untouched files of the touched partitions are folded into the rewrite when the file opens
+    they cost later reads outweigh rewriting them (compaction on the way).
+    """
     counts = removed_per_file(changes)
-    dense = {c.path for c in file_changes(counts, ctx.files) if rewrite(c)}
+    dense = {c.path for c in file_changes(counts, ctx.files) if rewrite_is_cheaper(c, read_weight)}
+    small = merge_candidates(ctx.files, set(counts), read_weight)
     sparse = {p: n for p, n in counts.items() if p not in dense}
     written = rewrite_files(ctx, changes.removed, dense).merge(delete_positions(ctx, changes.removed, sparse))
-    return written.merge(write_new_rows(ctx, changes.new_rows, new_count)).merge(Written(changed_rows=counts))
+    new_rows = changes.new_rows
+    if small:  # small files travel with the new rows: clustered, one file per partition
+        new_rows = new_rows.unionByName(
+            _survivors(ctx, changes.removed, [f for f in ctx.files.data if f.path in small])
+        )
+        written = written.merge(_replaced(ctx, small))
+        new_count = (
+            None
+            if new_count is None
+            else new_count + sum(f.record_count for f in ctx.files.data if f.path in small)
+        )
+    return written.merge(write_new_rows(ctx, new_rows, new_count)).merge(Written(changed_rows=counts))
 
 
 def check_keys(source: DataFrame, keys: Sequence[str], limit: int = 5) -> None:

@@ -95,6 +95,25 @@ class TableFiles:
     def deletes(self) -> tuple[LiveFile, ...]:
         return self.position_deletes + self.equality_deletes
 
+    def dangling_equality_deletes(self, removed_data: set[str]) -> set[str]:
+        """Equality delete files that apply to no data file once ``removed_data`` is gone.
+
+        An equality delete applies to older data files (smaller sequence number) of its partition, or
+        of the whole table when unpartitioned; files added by a commit are always newer.
+        """
+        dangling = set()
+        for delete in self.equality_deletes:
+            older = [
+                f
+                for f in self.data
+                if f.path not in removed_data
+                and f.seq < delete.seq
+                and (not delete.partition or f.partition == delete.partition)
+            ]
+            if not older:
+                dangling.add(delete.path)
+        return dangling
+
 
 def _live(entry: ManifestEntry) -> LiveFile:
     df = entry.data_file

@@ -21,11 +21,11 @@ each later read of the table (``rowops.read-weight``: how many reads follow each
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 DELETE_ROW_BYTES = 16  # one (file_path, pos) row in a compressed position-delete file
-FILE_OPEN_BYTES = 256 * 1024  # fixed cost of opening one more (delete) file, in bytes-equivalent
+FILE_OPEN_BYTES = 1024 * 1024  # fixed cost of one more file in a read (task, footer, open), in bytes
 EQ_DELETE_READ_FACTOR = 0.35  # share of a partition's bytes a read spends joining it with equality deletes
 POS_DELETE_READ_FACTOR = 4.0  # read amplification per position delete row (decode + anti-join)
 
@@ -79,6 +79,7 @@ class FileChange:
     size: int
     changed_rows: int
     existing_deletes: int = 0
+    equality_deleted: bool = False
 
 
 def rewrite_is_cheaper(change: FileChange, read_weight: float) -> bool:
@@ -100,7 +101,28 @@ def rewrite_is_cheaper(change: FileChange, read_weight: float) -> bool:
     rewrite = change.size * survive * 2.0
     per_row = change.size / change.rows
     deletes_read = deleted * (DELETE_ROW_BYTES * POS_DELETE_READ_FACTOR + per_row) + FILE_OPEN_BYTES
+    if change.equality_deleted:  # older than live equality deletes: every read joins it with them
+        deletes_read += EQ_DELETE_READ_FACTOR * change.size
     return rewrite < change.changed_rows * DELETE_ROW_BYTES + read_weight * deletes_read
+
+
+def small_files_to_merge(sizes: Sequence[int], read_weight: float) -> int:
+    """How many of a partition's smallest untouched files to fold into a rewrite of that partition.
+
+    Merging ``n`` files into the partition's rewrite costs reading and writing them once and saves
+    ``n`` file opens on every later read. Files are taken smallest first while that pays off.
+
+    >>> small_files_to_merge([200_000, 150_000, 900_000_000], read_weight=1.0)
+    2
+    >>> small_files_to_merge([200_000, 150_000], read_weight=0.0)
+    0
+    """
+    count = 0
+    for size in sorted(sizes):
+        if 2.0 * size >= read_weight * FILE_OPEN_BYTES:
+            break
+        count += 1
+    return count
 
 
 def choose_cheapest(costs: Mapping[str, float], allowed: set[str]) -> str:

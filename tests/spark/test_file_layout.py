@@ -47,3 +47,39 @@ def test_one_position_delete_file_per_data_file(lake, java) -> None:  # type: ig
     assert not table.files().position_deletes
     expected = [(*r[:-1], r[-1] + 100) for r in oracle.values()]
     assert_readers_agree(table, expected, COLUMNS, java)
+
+
+def test_equality_deletes_dropped_once_they_apply_to_nothing(lake, java) -> None:  # type: ignore[no-untyped-def]
+    layout = Layout("bucket", ("bucket(4, k)",), ("k",))
+    rows = [make_row(k) for k in range(40)]
+    table = lake.create_table(
+        "db.t", frame(lake.spark, rows), partition_by=["bucket(4, k)"], identifier=["k"]
+    )
+    oracle = Oracle(layout, rows)
+    changes = [make_row(k, 1) for k in range(0, 40, 3)]
+    rowops.merge(frame(lake.spark, changes), table, on=["k"], strategy="equality-delete")
+    oracle.upsert(changes)
+    assert table.files().equality_deletes
+    # rewriting every older data file leaves the equality deletes with nothing to apply to
+    result = rowops.update(table, set={"n": "n + 1"}, where="true", strategy="copy-on-write")
+    assert not table.files().equality_deletes
+    assert result.delete_files_removed >= 4
+    assert_readers_agree(table, [(*r[:-1], r[-1] + 1) for r in oracle.values()], COLUMNS, java)
+
+
+def test_hybrid_folds_small_files_of_touched_partitions(lake, java) -> None:  # type: ignore[no-untyped-def]
+    layout = Layout("identity", ("g",), ("g", "k"))
+    rows = [make_row(k) for k in range(30)]
+    table = lake.create_table("db.t", frame(lake.spark, rows), partition_by=["g"], identifier=["g", "k"])
+    oracle = Oracle(layout, rows)
+    for batch in range(3):  # three small appends: more small files in every partition
+        more = [make_row(k) for k in range(100 + 10 * batch, 110 + 10 * batch)]
+        table.append(frame(lake.spark, more))
+        oracle.upsert(more)
+    files_before = len(table.files().data)
+    changes = [make_row(k, 1) for k in (0, 1, 2)]  # touches every partition g = 0, 1, 2
+    result = rowops.merge(frame(lake.spark, changes), table, on=["g", "k"], strategy="hybrid")
+    oracle.upsert(changes)
+    assert result.files_rewritten > 3  # the touched files and the small ones beside them
+    assert len(table.files().data) < files_before
+    assert_readers_agree(table, oracle.values(), COLUMNS, java)
