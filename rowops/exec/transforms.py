@@ -147,11 +147,14 @@ def hidden_names(spec: PartitionSpec, schema: Schema) -> list[str]:
     return names
 
 
-def parse_value(text: str, result_type: IcebergType) -> object:
-    """Parse one directory value back to the internal partition value."""
-    if text == NULL_PARTITION:
-        return None
-    raw = unquote(text)[1:]  # drop the 'v' prefix
+def parse_value(value: str, result_type: IcebergType) -> object:
+    """The internal partition value of a ``v``-prefixed string from :func:`partition_value`.
+
+    >>> from pyiceberg.types import IntegerType
+    >>> parse_value("v%41", StringType()), parse_value("v7", IntegerType())
+    ('%41', 7)
+    """
+    raw = value[1:]  # drop the 'v' prefix
     if isinstance(result_type, StringType):
         return raw
     if isinstance(result_type, BooleanType):
@@ -169,4 +172,13 @@ def parse_partition_dirs(relative_dir: str, spec: PartitionSpec, schema: Schema)
     if len(values) != len(spec.fields):
         raise ValueError(f"Unexpected partition directory {relative_dir!r} for spec {spec}")
     types = [f.transform.result_type(schema.find_field(f.source_id).field_type) for f in spec.fields]
-    return tuple(parse_value(v, t) for v, t in zip(values, types, strict=True))
+    return tuple(parse_dir_value(v, t) for v, t in zip(values, types, strict=True))
+
+
+def parse_dir_value(text: str, result_type: IcebergType) -> object:
+    """A partition value from a directory name Spark wrote (escaped with %XX; NULL is a marker).
+
+    >>> parse_dir_value("v%2541", StringType()), parse_dir_value(NULL_PARTITION, StringType())
+    ('%41', None)
+    """
+    return None if text == NULL_PARTITION else parse_value(unquote(text), result_type)
