@@ -90,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows, base_read)
     consistent = len(results) == 1
     print(f"read query before any upsert: {base_read:.2f}s; all strategies give the same table: {consistent}")
-    Path(args.out or Path(args.lake) / "upsert_demo.json").write_text(json.dumps({"sf": args.sf, "base_read_s": base_read, "runs": rows}, indent=1))
+    Path(args.out or Path(args.lake) / "upsert_demo.json").write_text(
+        json.dumps({"sf": args.sf, "base_read_s": base_read, "runs": rows}, indent=1)
+    )
     return 0 if consistent and base_result != next(iter(results)) else 1
 
 

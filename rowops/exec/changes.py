@@ -44,7 +44,7 @@ class RowChanges:
         return totals
 
     def release(self) -> None:
-        for df in (self.joined, *self.cached):
+        for df in self.cached:
             df.unpersist()
 
 
@@ -72,7 +72,7 @@ def _value(clause: MergeClause, column: str) -> Column:
     return F.col(f"t.`{column}`") if clause.action == "update" else F.lit(None)
 
 
-def _staged(joined: DataFrame, spec: MergeSpec, columns: list[str]) -> DataFrame:
+def _staged(joined: DataFrame, spec: MergeSpec, columns: list[str], keep: tuple[str, ...] = ()) -> DataFrame:
     """Per joined row: row id, the index of the first applicable WHEN clause, and the new values."""
     action: Column = F.lit(-1)
     for index in reversed(range(len(spec.clauses))):
@@ -90,24 +90,35 @@ def _staged(joined: DataFrame, spec: MergeSpec, columns: list[str]) -> DataFrame
         ACTION,
         F.col(_T_ROW),
         F.col(_S_ROW),
+        *keep,
         *new_values,
     )
 
 
-def _colocated_join(t: DataFrame, s: DataFrame, spec: MergeSpec) -> list[DataFrame]:
+def _colocated(
+    t: DataFrame, s: DataFrame, spec: MergeSpec, columns: list[str]
+) -> tuple[DataFrame, list[DataFrame]]:
     """Join without moving target rows: the source is broadcast to the tasks that scan the target.
 
     A broadcast hash join streams the target and can keep unmatched target rows (left outer), not
     unmatched source rows; those (for WHEN NOT MATCHED) come from an anti-join of the source with the
-    ids of the source rows that matched - source-sized work only.
+    ids of the matched source rows, taken from the cached join result (source-sized work only).
+
+    Returns:
+        The staged rows and the cached DataFrames to release.
     """
     how = "left_outer" if spec.of("not_matched_by_source") else "inner"
-    parts = [t.join(F.broadcast(s), F.expr(spec.on), how)]
+    joined = t.join(F.broadcast(s), F.expr(spec.on), how)
+    matched_part = _staged(joined, spec, columns, keep=(_S_ID,)).persist(StorageLevel.MEMORY_AND_DISK)
+    staged = matched_part.drop(_S_ID)
+    cached = [matched_part]
     if spec.of("not_matched"):
-        matched_ids = parts[0].filter(F.col(_T_ROW).isNotNull() & F.col(_S_ROW).isNotNull()).select(_S_ID)
+        matched_ids = matched_part.filter(F.col(_T_ROW).isNotNull() & F.col(_S_ROW).isNotNull()).select(_S_ID)
         unmatched = s.join(matched_ids.distinct(), _S_ID, "left_anti").alias("s")
-        parts.append(unmatched.join(t.limit(0), F.lit(False), "left_outer"))
-    return parts
+        rest = _staged(unmatched.join(t.limit(0), F.lit(False), "left_outer"), spec, columns)
+        rest = rest.persist(StorageLevel.MEMORY_AND_DISK)
+        staged, cached = staged.unionByName(rest), [*cached, rest]
+    return staged, cached
 
 
 def merge_changes(
@@ -122,20 +133,19 @@ def merge_changes(
     if colocated:
         s = source.withColumn(_S_ROW, F.lit(True)).withColumn(_S_ID, F.monotonically_increasing_id())
         s = s.persist(StorageLevel.MEMORY_AND_DISK).alias("s")
-        parts = _colocated_join(t, s, spec)
+        staged, cached = _colocated(t, s, spec, columns)
+        cached = [s, *cached]
     else:
         s = source.withColumn(_S_ROW, F.lit(True)).hint("shuffle_hash").alias("s")
-        parts = [t.join(s, F.expr(spec.on), _join_type(spec))]
-    staged = _staged(parts[0], spec, columns)
-    for part in parts[1:]:
-        staged = staged.unionByName(_staged(part, spec, columns))
-    staged = staged.persist(StorageLevel.MEMORY_AND_DISK)
+        staged = _staged(t.join(s, F.expr(spec.on), _join_type(spec)), spec, columns)
+        staged = staged.persist(StorageLevel.MEMORY_AND_DISK)
+        cached = [staged]
     kinds = {i: c.action for i, c in enumerate(spec.clauses)}
     producing = [i for i, c in enumerate(spec.clauses) if c.action != "delete"]
     replaced = [i for i, c in enumerate(spec.clauses) if c.match != "not_matched"]
     removed = staged.filter(F.col(ACTION).isin(replaced)).select(FILE_COL, POS_COL)
     new_rows = staged.filter(F.col(ACTION).isin(producing)).select(*[F.col(f"`{c}`") for c in columns])
-    return RowChanges(staged, removed, new_rows, kinds, cached=[s] if colocated else [])
+    return RowChanges(staged, removed, new_rows, kinds, cached=cached)
 
 
 def matched_rows(changes: RowChanges) -> DataFrame:

@@ -75,3 +75,16 @@ def test_no_change_makes_no_snapshot(lake) -> None:  # type: ignore[no-untyped-d
     before = t.metadata_location
     result = rowops.delete(t, where="k > 100")
     assert result.rows_deleted == 0 and t.metadata_location == before
+
+
+def test_lake_path_with_characters_spark_escapes(spark, tmp_path, java) -> None:  # type: ignore[no-untyped-def]
+    """Spark reports such paths URL-encoded ('file:/a%20b'); rowops must still match rows to files."""
+    lake = rowops.Lakehouse(tmp_path / "my lake+%41", spark=spark)
+    rows = [make_row(k) for k in range(20)]
+    t = lake.create_table("db.t", frame(spark, rows), partition_by=["bucket(2, k)"], identifier=["k"])
+    changes = [make_row(k, 1) for k in (1, 5, 30)]
+    result = rowops.merge(frame(spark, changes), t, on=["k"], strategy="position-delete")
+    assert (result.rows_updated, result.rows_inserted, result.delete_files_added) == (2, 1, 2)
+    expected = {r[0]: r for r in rows}
+    expected.update({r[0]: r for r in changes})
+    assert_readers_agree(t, list(expected.values()), COLUMNS, java)
