@@ -6,20 +6,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pyiceberg.table.snapshots import Operation
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from rowops.catalog.tables import TableCatalog, new_snapshot_id
-from rowops.commit.row_delta import RowDelta, apply
+from rowops.commit.row_delta import apply
 from rowops.errors import InvalidInputError, TableAlreadyExistsError
 from rowops.exec.session import configure, create_session
 from rowops.exec.types import to_iceberg_schema
-from rowops.exec.validation import check_source
-from rowops.exec.write import staging, write_data
-from rowops.meta.files import TableFiles, data_files_from_parquet
+from rowops.exec.write import staging
+from rowops.meta.files import TableFiles
 from rowops.meta.tables import new_metadata
-from rowops.operations import spark_errors
+from rowops.operations import append_delta, spark_errors
 from rowops.spec.identifiers import TableIdentifier, parse_namespace
 from rowops.spec.partitioning import parse_partition_by
 from rowops.table import Table
@@ -105,12 +103,8 @@ class Lakehouse:
         return Table(self, ident)
 
     def _with_first_snapshot(self, df: DataFrame, metadata: TableMetadata) -> TableMetadata:
-        check_source(df.schema, metadata.schema(), allow_extra=False, what="DataFrame")
         _ = self.spark  # make sure the session is configured before writing
         with staging(metadata.location) as stage, spark_errors("create_table"):
-            written = write_data(df, metadata, stage.next_dir("data"))
-            delta = RowDelta(
-                Operation.APPEND, added_data=tuple(data_files_from_parquet(written, metadata)), blind=True
-            )
+            delta = append_delta(df, metadata, stage)
             new, _paths = apply(delta, metadata, _NO_FILES, self.catalog.io, new_snapshot_id())
             return new

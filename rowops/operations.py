@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from py4j.protocol import Py4JJavaError
 from pyiceberg.manifest import DataFileContent
+from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation
 from pyspark.errors import AnalysisException, PythonException
 
@@ -27,7 +28,7 @@ from rowops.exec.scan import POS_COL, read_data_files, scan
 from rowops.exec.stats import in_memory_bytes
 from rowops.exec.strategies import WriteContext, Written
 from rowops.exec.validation import check_source
-from rowops.exec.write import NULL_MARKER, staging, write_data
+from rowops.exec.write import NULL_MARKER, Staging, staging, write_data
 from rowops.meta.files import LiveFile, TableFiles, data_files_from_parquet, live_files
 from rowops.plan.cost import Estimate
 from rowops.plan.explain import FileGroup, PlanReport, format_report
@@ -405,19 +406,25 @@ def _commit(table: Table, loaded: LoadedTable, files: TableFiles, delta: RowDelt
     return table.lake.catalog.commit_delta(loaded, files, delta)
 
 
+def append_delta(df: DataFrame, metadata: TableMetadata, stage: Staging) -> RowDelta:
+    """Write ``df``'s rows (checked against the table schema) and describe them as an append."""
+    check_source(df.schema, metadata.schema(), allow_extra=False)
+    written = write_data(df, metadata, stage.next_dir("data"))
+    added = tuple(data_files_from_parquet(written, metadata))
+    return RowDelta(
+        Operation.APPEND, added_data=added, blind=True, extra_summary={"rowops.strategy": "append"}
+    )
+
+
 def append(table: Table, df: DataFrame) -> OperationResult:
     """Append the rows of ``df`` (columns matched by name) in one snapshot."""
     started = time.perf_counter()
     loaded = table.load()
-    check_source(df.schema, loaded.metadata.schema(), allow_extra=False)
     files = live_files(loaded.metadata, table.lake.catalog.io)
     with staging(loaded.metadata.location) as stage, spark_errors("append"):
-        written = write_data(df, loaded.metadata, stage.next_dir("data"))
-        added = tuple(data_files_from_parquet(written, loaded.metadata))
-        delta = RowDelta(
-            Operation.APPEND, added_data=added, blind=True, extra_summary={"rowops.strategy": "append"}
-        )
+        delta = append_delta(df, loaded.metadata, stage)
         committed = _commit(table, loaded, files, delta)
     snapshot = committed.metadata.current_snapshot_id if committed else loaded.metadata.current_snapshot_id
-    rows = sum(f.record_count for f in added)
-    return OperationResult("append", snapshot, rows, 0, 0, len(added), 0, 0, time.perf_counter() - started)
+    rows = sum(f.record_count for f in delta.added_data)
+    added = len(delta.added_data)
+    return OperationResult("append", snapshot, rows, 0, 0, added, 0, 0, time.perf_counter() - started)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pyiceberg.io import FileIO
@@ -26,7 +25,7 @@ from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 from pyiceberg.table.update import AddSnapshotUpdate, SetSnapshotRefUpdate, update_table_metadata
 
 from rowops.commit import manifests as mf
-from rowops.meta.files import LiveFile, TableFiles, live_files
+from rowops.meta.files import LiveFile, TableFiles
 
 
 @dataclass(frozen=True)
@@ -217,14 +216,3 @@ def find_conflict(
                     (new_file.path,),
                 )
     return None
-
-
-def base_files(metadata: TableMetadata, io: FileIO) -> TableFiles:
-    """Live files of the current snapshot of ``metadata``."""
-    return live_files(metadata, io)
-
-
-def added_between(base: TableFiles, current: TableFiles) -> Sequence[LiveFile]:
-    """Files live in ``current`` that were not live in ``base``."""
-    known = {f.path for f in base.data} | {f.path for f in base.deletes}
-    return [f for f in (*current.data, *current.deletes) if f.path not in known]
