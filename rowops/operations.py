@@ -21,16 +21,16 @@ from rowops.catalog.tables import LoadedTable
 from rowops.commit.row_delta import RowDelta
 from rowops.errors import CardinalityViolationError, InvalidExpressionError, NoSuchColumnError, NullKeyError
 from rowops.exec import strategies
-from rowops.exec.cardinality import repeated_matches_bitmap
-from rowops.exec.changes import RowChanges, delete_changes, matched_rows, merge_changes, update_changes
+from rowops.exec.changes import RowChanges, delete_changes, merge_changes, update_changes
 from rowops.exec.prescan import file_keys, scan_source_keys
-from rowops.exec.scan import POS_COL, read_data_files, scan
+from rowops.exec.scan import POS_COL, file_uris, read_data_files, scan
 from rowops.exec.stats import in_memory_bytes
 from rowops.exec.strategies import WriteContext, Written
+from rowops.exec.summary import summarize
 from rowops.exec.validation import check_source
 from rowops.exec.write import NULL_MARKER, Staging, staging, write_data
 from rowops.meta.files import LiveFile, TableFiles, data_files_from_parquet, live_files
-from rowops.plan.cost import Estimate
+from rowops.plan.cost import Estimate, read_overhead
 from rowops.plan.explain import FileGroup, PlanReport, format_report
 from rowops.plan.pruning import prune_files
 from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, HYBRID, Decision, TableFacts, choose_strategy
@@ -136,6 +136,8 @@ def _estimate(
     )
     all_rows = sum(f.record_count for f in planned_files.data) or 1
     per_row = sum(f.size for f in planned_files.data) / all_rows
+    pos_deleted = [planned_files.position_deletes_may_apply(f) for f in candidates]
+    eq_deleted = [planned_files.equality_deletes_apply(f) for f in candidates]
     return Estimate(
         source_rows=rows,
         source_bytes=int(rows * per_row),
@@ -144,6 +146,9 @@ def _estimate(
         candidate_files=len(candidates),
         key_fraction=min(key_bytes / total, 1.0),
         partition_bytes=sum(f.size for f in planned_files.data if f.partition in touched_partitions),
+        debt_bytes=sum(map(read_overhead, [f.size for f in candidates], pos_deleted, eq_deleted)),
+        pos_deleted_bytes=sum(f.size for f, d in zip(candidates, pos_deleted, strict=True) if d),
+        eq_deleted_bytes=sum(f.size for f, d in zip(candidates, eq_deleted, strict=True) if d),
     )
 
 
@@ -224,21 +229,23 @@ def _changes(planned: Planned, target: DataFrame, columns: list[str]) -> RowChan
     return delete_changes(target, spec, columns)
 
 
-def _check_cardinality(planned: Planned, changes: RowChanges) -> None:
-    """SQL's MERGE cardinality rule: a target row may match at most one source row."""
+def _check_cardinality(planned: Planned, changes: RowChanges, repeated: list[tuple[str, int]]) -> None:
+    """SQL's MERGE cardinality rule: a target row may match at most one source row.
+
+    ``repeated`` are target row ids ``(Spark's file name, position)`` found matched more than once; the
+    error names their keys, read back from those rows.
+    """
     spec = planned.spec
-    if not isinstance(spec, MergeSpec) or not spec.of("matched"):
-        return
-    dups = repeated_matches_bitmap(matched_rows(changes))
-    if not dups:
+    if not repeated or not isinstance(spec, MergeSpec):
         return
     schema = planned.loaded.metadata.schema()
     ids = [schema.find_column_name(i) for i in schema.identifier_field_ids]
     key_names = [k for k in (spec.on_columns or ids) if k] or schema.column_names[:3]
     examples: list[tuple[object, ...]] = []
     spark = changes.joined.sparkSession
-    for path, pos in dups:
-        rows = read_data_files(spark, schema, [f for f in planned.files.data if f.path == path])
+    uris = file_uris(spark, planned.files.data)
+    for uri, pos in repeated:
+        rows = read_data_files(spark, schema, [f for f in planned.files.data if uris[f.path] == uri])
         examples += [tuple(r) for r in rows.filter(rows[POS_COL] == pos).select(*key_names).collect()]
     raise CardinalityViolationError(
         f"MERGE matched a single target row with more than one source row; offending target keys "
@@ -265,15 +272,17 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
     )
     changes = _changes(planned, target, columns)
     try:
-        _check_cardinality(planned, changes)
-        counts = changes.counts()
+        summary = summarize(changes)
+        _check_cardinality(planned, changes, summary.repeated)
+        counts = changes.counts(summary.actions)
         new = counts["insert"] + counts["update"]
+        removed = strategies.removed_by_path(ctx, summary.removed)
         if planned.decision.strategy == COPY_ON_WRITE:
-            written = strategies.copy_on_write(ctx, changes, new)
+            written = strategies.copy_on_write(ctx, changes, removed, new)
         elif planned.decision.strategy == HYBRID:
-            written = strategies.hybrid(ctx, changes, new, planned.read_weight)
+            written = strategies.hybrid(ctx, changes, removed, new, planned.read_weight)
         else:
-            written = strategies.position_delete(ctx, changes, new)
+            written = strategies.position_delete(ctx, changes, removed, new)
         return written, dict(counts)
     finally:
         changes.release()

@@ -645,13 +645,12 @@ PROFILE_TARGETS: tuple[tuple[str, str], ...] = (
     ("rowops.operations", "_delta"),
     ("rowops.operations", "data_files_from_parquet"),
     ("rowops.operations", "_commit"),
-    ("rowops.exec.changes", "RowChanges.counts"),
+    ("rowops.operations", "summarize"),
     ("rowops.exec.strategies", "copy_on_write"),
     ("rowops.exec.strategies", "position_delete"),
     ("rowops.exec.strategies", "hybrid"),
     ("rowops.exec.strategies", "equality_delete"),
     ("rowops.exec.strategies", "check_keys"),
-    ("rowops.exec.strategies", "removed_per_file"),
     ("rowops.exec.strategies", "rewrite_files"),
     ("rowops.exec.strategies", "delete_positions"),
     ("rowops.exec.strategies", "write_new_rows"),
@@ -686,18 +685,19 @@ class PhaseProfiler:
                 cls_name, name = attr.split(".")
                 owner = getattr(owner, cls_name)
             self._patch(owner, name, self._wrap(attr, getattr(owner, name)))
-        # The MERGE join is persisted and its first action is the cardinality check, which would then
-        # be charged for the join: materialize the join first, as a phase of its own (the count runs
-        # on the just-cached rows, a small extra cost that only the profile pays).
+        # The MERGE join is persisted and its first action is the one-pass summary (counts, removed
+        # rows per file, cardinality), which would then be charged for the join: materialize the join
+        # first, as a phase of its own (the count runs on the just-cached rows, a small extra cost that
+        # only the profile pays).
         operations = importlib.import_module("rowops.operations")
-        check = operations._check_cardinality
+        summarize = operations.summarize
 
-        def split_check(planned: Any, changes: Any) -> Any:
+        def split_summary(changes: Any, *args: Any, **kwargs: Any) -> Any:
             with self.phase("materialize MERGE join (persist)"):
                 changes.joined.count()
-            return check(planned, changes)
+            return summarize(changes, *args, **kwargs)
 
-        self._patch(operations, "_check_cardinality", split_check)
+        self._patch(operations, "summarize", split_summary)
         self._first_job = job_count(self.spark)
         return self
 

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from rowops.exec.scan import FILE_COL, POS_COL
 from rowops.spec.operations import DeleteSpec, MergeClause, MergeSpec, UpdateSpec
 
-ACTION = "_action"
+ACTION, MATCHED = "_action", "_matched"
 _T_ROW, _S_ROW, _S_ID = "_t_present", "_s_present", "_s_id"
 
 
@@ -32,15 +32,17 @@ class RowChanges:
     removed: DataFrame
     new_rows: DataFrame
     kinds: Mapping[int, str]
+    removing: tuple[int, ...] = (0,)
+    joins_source: bool = False
     cached: list[DataFrame] = field(default_factory=list)
 
-    def counts(self) -> dict[str, int]:
-        """Rows inserted, updated and deleted (one small aggregate job)."""
+    def counts(self, per_action: Mapping[int, int]) -> dict[str, int]:
+        """Rows inserted, updated and deleted, from the rows per action index."""
         totals = {"insert": 0, "update": 0, "delete": 0}
-        for row in self.joined.groupBy(ACTION).count().collect():
-            kind = self.kinds.get(int(row[ACTION]))
+        for action, count in per_action.items():
+            kind = self.kinds.get(action)
             if kind is not None:
-                totals[kind] += int(row["count"])
+                totals[kind] += count
         return totals
 
     def release(self) -> None:
@@ -145,7 +147,14 @@ def merge_changes(
     replaced = [i for i, c in enumerate(spec.clauses) if c.match != "not_matched"]
     removed = staged.filter(F.col(ACTION).isin(replaced)).select(FILE_COL, POS_COL)
     new_rows = staged.filter(F.col(ACTION).isin(producing)).select(*[F.col(f"`{c}`") for c in columns])
-    return RowChanges(staged, removed, new_rows, kinds, cached=cached)
+    return RowChanges(staged, removed, new_rows, kinds, tuple(replaced), joins_source=True, cached=cached)
+
+
+def matched_flag(changes: RowChanges) -> Column:
+    """``_matched``: the joined row is a target row that met a source row (False without a join)."""
+    if not changes.joins_source:
+        return F.lit(False).alias(MATCHED)
+    return (F.col(_T_ROW).isNotNull() & F.col(_S_ROW).isNotNull()).alias(MATCHED)
 
 
 def matched_rows(changes: RowChanges) -> DataFrame:

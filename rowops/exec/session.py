@@ -23,6 +23,9 @@ DEFAULT_CONF = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "16",
     "spark.sql.adaptive.enabled": "true",
+    # rowops always names the exact files to read; listing more than 32 of them in a Spark job
+    # cost ~0.8 s per DataFrame (vs 0.06 s on the driver) after ten upserts of TPC-DS SF 1
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from pyiceberg.table.metadata import TableMetadata
 from pyspark.sql import DataFrame, SparkSession
@@ -17,7 +18,7 @@ from pyspark.sql import functions as F
 
 from rowops.errors import DuplicateKeyError, NullKeyError
 from rowops.exec.changes import RowChanges
-from rowops.exec.scan import FILE_COL, POS_COL, position_deletes, scan
+from rowops.exec.scan import FILE_COL, POS_COL, file_uris, position_deletes, scan
 from rowops.exec.write import (
     DEFAULT_TARGET_FILE_SIZE,
     Staging,
@@ -68,6 +69,11 @@ class WriteContext:
     def target_file_size(self) -> int:
         return int(self.metadata.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE))
 
+    @cached_property
+    def paths_by_uri(self) -> dict[str, str]:
+        """Manifest path of each live data file by Spark's name for it (the ``_file`` column)."""
+        return {uri: path for path, uri in file_uris(self.spark, self.files.data).items()}
+
     @property
     def bytes_per_row(self) -> float:
         rows = sum(f.record_count for f in self.files.data)
@@ -85,9 +91,9 @@ def _deletes_only_for(deletes: Sequence[LiveFile], data_paths: set[str]) -> list
     return [d for d in deletes if single_file_target(d) in data_paths]
 
 
-def removed_per_file(changes: RowChanges) -> dict[str, int]:
-    """Removed rows per data file path (one row per touched file reaches the driver, not table rows)."""
-    return {r[FILE_COL]: int(r["count"]) for r in changes.removed.groupBy(FILE_COL).count().collect()}
+def removed_by_path(ctx: WriteContext, removed_by_uri: dict[str, int]) -> dict[str, int]:
+    """Removed rows per data file, keyed by manifest path instead of Spark's name of the file."""
+    return {ctx.paths_by_uri[uri]: n for uri, n in removed_by_uri.items()}
 
 
 def file_changes(removed: dict[str, int], files: TableFiles) -> list[FileChange]:
@@ -95,7 +101,7 @@ def file_changes(removed: dict[str, int], files: TableFiles) -> list[FileChange]
     previous = {
         single_file_target(d): d.record_count for d in _deletes_only_for(files.position_deletes, set(removed))
     }
-    eq_deleted = {f.path for f in files.data if equality_deletes_apply(f, files)}
+    eq_deleted = {f.path for f in files.data if files.equality_deletes_apply(f)}
     return [
         FileChange(
             f.path, f.record_count, f.size, removed[f.path], previous.get(f.path, 0), f.path in eq_deleted
@@ -103,14 +109,6 @@ def file_changes(removed: dict[str, int], files: TableFiles) -> list[FileChange]
         for f in files.data
         if f.path in removed
     ]
-
-
-def equality_deletes_apply(data: LiveFile, files: TableFiles) -> bool:
-    """Whether a live equality delete file applies to ``data`` (newer, same partition or global)."""
-    return any(
-        d.seq > data.seq and (d.partition == data.partition or not d.partition)
-        for d in files.equality_deletes
-    )
 
 
 def merge_candidates(files: TableFiles, touched: set[str], read_weight: float) -> set[str]:
@@ -169,7 +167,7 @@ def delete_positions(ctx: WriteContext, removed: DataFrame, counts: dict[str, in
         and counts[f.path] + (previous[f.path].record_count if f.path in previous else 0) >= f.record_count
     }
     targets = [f for f in ctx.files.data if f.path in counts and f.path not in emptied]
-    old = position_deletes(ctx.spark, list(previous.values()))
+    old = position_deletes(ctx.spark, list(previous.values()), targets)
     rows = removed.unionByName(old) if old is not None else removed
     deletes = []
     if targets:
@@ -198,27 +196,30 @@ def write_new_rows(ctx: WriteContext, new_rows: DataFrame, count: int | None) ->
     )
 
 
-def copy_on_write(ctx: WriteContext, changes: RowChanges, new_count: int | None) -> Written:
+def copy_on_write(
+    ctx: WriteContext, changes: RowChanges, counts: dict[str, int], new_count: int | None
+) -> Written:
     """Rewrite every data file that holds a removed row; add the new rows."""
-    counts = removed_per_file(changes)
     written = rewrite_files(ctx, changes.removed, set(counts))
     return written.merge(write_new_rows(ctx, changes.new_rows, new_count)).merge(Written(changed_rows=counts))
 
 
-def position_delete(ctx: WriteContext, changes: RowChanges, new_count: int | None) -> Written:
+def position_delete(
+    ctx: WriteContext, changes: RowChanges, counts: dict[str, int], new_count: int | None
+) -> Written:
     """Position deletes for removed rows; the new rows as data files."""
-    counts = removed_per_file(changes)
     written = delete_positions(ctx, changes.removed, counts)
     return written.merge(write_new_rows(ctx, changes.new_rows, new_count)).merge(Written(changed_rows=counts))
 
 
-def hybrid(ctx: WriteContext, changes: RowChanges, new_count: int | None, read_weight: float) -> Written:
+def hybrid(
+    ctx: WriteContext, changes: RowChanges, counts: dict[str, int], new_count: int | None, read_weight: float
+) -> Written:
     """Rewrite the files where that is cheaper, add position deletes to the others, in one change.
 
     Small untouched files of the touched partitions are folded into the rewrite when the file opens
     they cost later reads outweigh rewriting them (compaction on the way).
     """
-    counts = removed_per_file(changes)
     dense = {c.path for c in file_changes(counts, ctx.files) if rewrite_is_cheaper(c, read_weight)}
     small = merge_candidates(ctx.files, set(counts), read_weight)
     sparse = {p: n for p, n in counts.items() if p not in dense}

@@ -21,7 +21,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from rowops.exec.scan import FILE_COL, POS_COL
+from rowops.exec.scan import FILE_COL, POS_COL, file_uris
 from rowops.exec.stats import UNKNOWN_SIZE, plan_bytes
 from rowops.exec.transforms import hidden_names, parse_partition_dirs, partition_value
 from rowops.exec.types import FIELD_ID_KEY, to_spark_type
@@ -169,8 +169,9 @@ def write_position_deletes(
     Returns:
         Each written delete file with the data file it references.
     """
+    uris = file_uris(spark, data_files)
     mapping = spark.createDataFrame(
-        [(f.path, f.data_file.file_path, i) for i, f in enumerate(data_files)],
+        [(uris[f.path], f.data_file.file_path, i) for i, f in enumerate(data_files)],
         f"{FILE_COL} string, manifest_path string, {_FILE_INDEX} int",
     )
     path_field, pos_field = POSITION_DELETE_SCHEMA.fields

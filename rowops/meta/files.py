@@ -95,6 +95,17 @@ class TableFiles:
     def deletes(self) -> tuple[LiveFile, ...]:
         return self.position_deletes + self.equality_deletes
 
+    def equality_deletes_apply(self, data: LiveFile) -> bool:
+        """Whether a live equality delete file applies to ``data`` (newer, same partition or global)."""
+        return any(
+            d.seq > data.seq and (d.partition == data.partition or not d.partition)
+            for d in self.equality_deletes
+        )
+
+    def position_deletes_may_apply(self, data: LiveFile) -> bool:
+        """Whether a live position delete file may name ``data`` (from its file_path bounds)."""
+        return any(d.may_reference(data.path) for d in self.position_deletes)
+
     def dangling_equality_deletes(self, removed_data: set[str]) -> set[str]:
         """Equality delete files that apply to no data file once ``removed_data`` is gone.
 

@@ -8,6 +8,7 @@ import pytest
 
 import rowops
 from rowops import errors
+from rowops.exec.scan import file_uri
 from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, SCHEMA, frame, make_row
 
@@ -88,3 +89,13 @@ def test_lake_path_with_characters_spark_escapes(spark, tmp_path, java) -> None:
     expected = {r[0]: r for r in rows}
     expected.update({r[0]: r for r in changes})
     assert_readers_agree(t, list(expected.values()), COLUMNS, java)
+
+
+@pytest.mark.parametrize("directory", ["plain_dir", "my lake+%41 é"])
+def test_file_uri_is_spark_name_of_the_file(spark, tmp_path, directory) -> None:  # type: ignore[no-untyped-def]
+    """``_file`` holds Spark's own name of a file; the driver-side translation must agree with it."""
+    target = tmp_path / directory / "x"
+    spark.range(3).coalesce(1).write.parquet(str(target))
+    (path,) = [str(p) for p in target.glob("*.parquet")]
+    observed = spark.read.parquet(path).select("_metadata.file_path").first()[0]
+    assert file_uri(spark, path) == observed

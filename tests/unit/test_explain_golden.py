@@ -6,6 +6,7 @@ Set ROWOPS_UPDATE_GOLDEN=1 to rewrite the files after an intended change (and re
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,12 @@ FACTS = TableFacts(identifier=("k",), partition_sources=("k",), data_files=16)
 MICRO_BATCH = Estimate(source_rows=57_000, source_bytes=2_600_000, candidate_bytes=132_000_000,
                        candidate_rows=2_880_404, candidate_files=16, key_fraction=0.12,
                        partition_bytes=132_000_000)  # fmt: skip
+# the batch lands in big partitions (e.g. by day) of which it touches a few files: equality deletes
+# would make every read join the whole partitions, position deletes only the touched files
+BIG_PARTITIONS = replace(MICRO_BATCH, partition_bytes=50_000_000_000)
+# after many upserts the candidate files carry position and equality deletes: rewriting them pays
+AFTER_UPSERTS = replace(MICRO_BATCH, debt_bytes=1_500_000_000, pos_deleted_bytes=132_000_000,
+                        eq_deleted_bytes=132_000_000)  # fmt: skip
 STREAMING = Estimate(source_rows=400, source_bytes=18_000, candidate_bytes=132_000_000,
                      candidate_rows=2_880_404, candidate_files=16, key_fraction=0.12,
                      partition_bytes=132_000_000)  # fmt: skip
@@ -35,8 +42,8 @@ def _report(name: str, estimate: Estimate | None, read_weight: float, **extra: o
 
 CASES = {
     "micro_batch_read_heavy": _report(
-        "MERGE ON t.k <=> s.k (1% upsert)",
-        MICRO_BATCH,
+        "MERGE ON t.k <=> s.k (1% upsert into big partitions)",
+        BIG_PARTITIONS,
         10.0,
         files_scanned=16,
         colocated=True,
@@ -51,8 +58,8 @@ CASES = {
         colocated_reason="equality deletes do not read the target",
     ),
     "hybrid_dense_and_sparse": _report(
-        "MERGE ON t.k <=> s.k (batch)",
-        MICRO_BATCH,
+        "MERGE ON t.k <=> s.k (batch into big partitions)",
+        BIG_PARTITIONS,
         1.0,
         files_scanned=4,
         files_pruned=12,
@@ -62,6 +69,15 @@ CASES = {
             FileGroup("copy-on-write", 1, 90_000, 180_000),
             FileGroup("position-delete", 3, 120, 540_000),
         ),
+    ),
+    "compaction_after_upserts": _report(
+        "MERGE ON t.k <=> s.k (1% upsert after many)",
+        AFTER_UPSERTS,
+        1.0,
+        files_scanned=16,
+        colocated=True,
+        colocated_reason="source ~2.5 MiB <= 256 MiB: broadcast to the target's scan tasks",
+        groups=(FileGroup("copy-on-write", 16, 28_804, 2_880_404),),
     ),
     "delete_without_estimate": _report("DELETE WHERE k % 10 = 0", None, 1.0, files_scanned=16),
 }
