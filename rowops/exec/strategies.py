@@ -27,7 +27,7 @@ from rowops.exec.write import (
     write_position_deletes,
 )
 from rowops.meta.files import LiveFile, TableFiles, WrittenFile
-from rowops.plan.cost import FileChange, rewrite_is_cheaper, small_files_to_merge
+from rowops.plan.cost import FileChange, rewrite_is_cheaper, small_files_to_merge, worth_merging
 
 
 @dataclass
@@ -217,24 +217,24 @@ def hybrid(
 ) -> Written:
     """Rewrite the files where that is cheaper, add position deletes to the others, in one change.
 
-    Small untouched files of the touched partitions are folded into the rewrite when the file opens
-    they cost later reads outweigh rewriting them (compaction on the way).
+    Small files are merged on the way: the survivors of small rewritten files, and small untouched
+    files of the touched partitions when the file opens they cost later reads outweigh rewriting them,
+    travel with the new rows (clustered: one file per partition) instead of being rewritten one to one.
     """
+    sizes = {f.path: f.size for f in ctx.files.data}
     dense = {c.path for c in file_changes(counts, ctx.files) if rewrite_is_cheaper(c, read_weight)}
-    small = merge_candidates(ctx.files, set(counts), read_weight)
+    small_dense = {p for p in dense if worth_merging(sizes[p], read_weight)}
+    travelling = small_dense | merge_candidates(ctx.files, set(counts), read_weight)
     sparse = {p: n for p, n in counts.items() if p not in dense}
-    written = rewrite_files(ctx, changes.removed, dense).merge(delete_positions(ctx, changes.removed, sparse))
+    written = rewrite_files(ctx, changes.removed, dense - small_dense)
+    written = written.merge(delete_positions(ctx, changes.removed, sparse))
     new_rows = changes.new_rows
-    if small:  # small files travel with the new rows: clustered, one file per partition
-        new_rows = new_rows.unionByName(
-            _survivors(ctx, changes.removed, [f for f in ctx.files.data if f.path in small])
-        )
-        written = written.merge(_replaced(ctx, small))
-        new_count = (
-            None
-            if new_count is None
-            else new_count + sum(f.record_count for f in ctx.files.data if f.path in small)
-        )
+    if travelling:
+        files = [f for f in ctx.files.data if f.path in travelling]
+        new_rows = new_rows.unionByName(_survivors(ctx, changes.removed, files))
+        written = written.merge(_replaced(ctx, travelling))
+        if new_count is not None:
+            new_count += sum(f.record_count - counts.get(f.path, 0) for f in files)
     return written.merge(write_new_rows(ctx, new_rows, new_count)).merge(Written(changed_rows=counts))
 
 

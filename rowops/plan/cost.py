@@ -13,7 +13,7 @@ deletes pile up as long as reading them stays cheaper than rewriting, then a rew
   row of the touched partitions with the keys.
 
 The constants were measured on TPC-DS store_sales SF 1 (132 MB, 2.9M rows) on the 2-core reference
-machine, where a plain scan of the table takes ~0.8 s (see ARCHITECTURE.md, "cost model").
+machine, where a plain scan of the table takes ~0.7 s (see ARCHITECTURE.md, "cost model").
 
 >>> est = Estimate(source_rows=1_000, source_bytes=100_000, candidate_bytes=50_000_000,
 ...                candidate_rows=500_000, candidate_files=10, key_fraction=0.1, partition_bytes=50_000_000)
@@ -35,10 +35,10 @@ from dataclasses import dataclass
 MIB = 1024 * 1024
 DELETE_ROW_BYTES = 16  # one (file_path, pos) row in a compressed position-delete file
 FILE_OPEN_BYTES = MIB  # fixed cost of one more file in a read (task, footer, open)
-SCAN_JOIN_FIXED_BYTES = 512 * MIB  # the scanning encodings' extra jobs (join, summary, deletes): ~3.5 s
-REWRITE_FACTOR = 6.0  # rewriting a file (read all columns, encode, compress, write) vs scanning it
-EQ_DELETE_READ_FACTOR = 0.3  # a read anti-joins rows older than equality deletes: +0.25 s on a 0.8 s scan
-POS_DELETE_READ_FACTOR = 0.4  # a read anti-joins the rows of files with position deletes: +0.3 s
+SCAN_JOIN_FIXED_BYTES = 448 * MIB  # the scanning encodings' extra jobs (join, summary, deletes): ~2.5 s
+REWRITE_FACTOR = 8.0  # rewriting a file (read all columns, encode, compress, write) vs scanning it
+EQ_DELETE_READ_FACTOR = 0.8  # a read anti-joins rows older than equality deletes: +0.6 s on a 0.7 s scan
+POS_DELETE_READ_FACTOR = 0.6  # a read anti-joins the rows of files with position deletes: +0.4 s
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class Estimate:
         key_fraction: share of the candidate bytes in the key columns (from column-size metrics).
         partition_bytes: bytes of all data in the partitions the source touches (what later reads must
             join with new equality deletes).
-        debt_bytes: read overhead the candidate files already carry (their live deletes and file opens).
+        debt_bytes: read overhead the candidate files already carry (their live deletes).
         pos_deleted_bytes / eq_deleted_bytes: candidate (partition) bytes already under position
             (equality) deletes: more deletes of the same kind add little to their read cost.
     """
@@ -70,14 +70,15 @@ class Estimate:
 
 
 def read_overhead(size: int, pos_deleted: bool, eq_deleted: bool) -> float:
-    """What one data file adds to each read beyond scanning its bytes.
+    """What the deletes on one data file add to each read (the anti-joins, the delete file's open).
 
-    >>> read_overhead(100 * MIB, pos_deleted=False, eq_deleted=False) == FILE_OPEN_BYTES
-    True
+    The data file's own open is not counted: every encoding leaves a file there.
+
+    >>> read_overhead(100 * MIB, pos_deleted=False, eq_deleted=False)
+    0.0
     """
-    return FILE_OPEN_BYTES + size * (
-        POS_DELETE_READ_FACTOR * pos_deleted + EQ_DELETE_READ_FACTOR * eq_deleted
-    )
+    pos = POS_DELETE_READ_FACTOR * size + FILE_OPEN_BYTES if pos_deleted else 0.0
+    return pos + (EQ_DELETE_READ_FACTOR * size if eq_deleted else 0.0)
 
 
 def strategy_costs(est: Estimate, read_weight: float) -> dict[str, float]:
@@ -88,7 +89,7 @@ def strategy_costs(est: Estimate, read_weight: float) -> dict[str, float]:
     new_files = FILE_OPEN_BYTES * max(touched_files, 1)  # new rows: about one file per touched partition
     join = SCAN_JOIN_FIXED_BYTES + est.key_fraction * est.candidate_bytes
     new_rows = 2.0 * est.source_bytes
-    kept = est.debt_bytes  # what pos/eq leave in place; copy-on-write clears the touched share
+    kept = est.debt_bytes  # deletes pos/eq leave in place; copy-on-write clears the touched share
     touched_share = touched / est.candidate_bytes if est.candidate_bytes else 0.0
     pos_new = (
         POS_DELETE_READ_FACTOR * max(touched - est.pos_deleted_bytes, 0) + FILE_OPEN_BYTES * touched_files
@@ -144,17 +145,26 @@ def small_files_to_merge(sizes: Sequence[int], read_weight: float) -> int:
     Merging ``n`` files into the partition's rewrite costs reading and writing them once and saves
     ``n`` file opens on every later read. Files are taken smallest first while that pays off.
 
-    >>> small_files_to_merge([100_000, 150_000, 900_000_000], read_weight=1.0)
+    >>> small_files_to_merge([50_000, 100_000, 900_000_000], read_weight=1.0)
     2
     >>> small_files_to_merge([200_000, 150_000], read_weight=0.0)
     0
     """
     count = 0
     for size in sorted(sizes):
-        if REWRITE_FACTOR * size >= read_weight * FILE_OPEN_BYTES:
+        if not worth_merging(size, read_weight):
             break
         count += 1
     return count
+
+
+def worth_merging(size: int, read_weight: float) -> bool:
+    """Whether rewriting a file into a bigger one costs less than its open on the reads to come.
+
+    >>> worth_merging(50_000, read_weight=1.0), worth_merging(50_000_000, read_weight=1.0)
+    (True, False)
+    """
+    return REWRITE_FACTOR * size < read_weight * FILE_OPEN_BYTES
 
 
 def choose_cheapest(costs: Mapping[str, float], allowed: set[str]) -> str:

@@ -90,8 +90,9 @@ def choose_strategy(
     """The encoding to run.
 
     A requested (or table-pinned, ``rowops.strategy``) encoding is validated and used. For 'auto' the
-    cheapest encoding by :func:`rowops.plan.cost.strategy_costs` wins; when that is a scanning encoding,
-    the choice between rewriting and position deletes is made per file at run time (hybrid).
+    cheapest encoding by :func:`rowops.plan.cost.strategy_costs` wins. When position deletes win, the
+    choice between rewriting and position deletes is refined per file at run time (hybrid); when
+    copy-on-write wins (the deletes already on the files cost reads more than a rewrite), it runs.
 
     >>> from rowops.spec.operations import simple_merge_spec
     >>> facts = TableFacts(identifier=("k",), partition_sources=("k",), data_files=4)
@@ -123,8 +124,8 @@ def choose_strategy(
         return Decision(HYBRID, "no source estimate: scan, then rewrite or add deletes per file")
     costs = strategy_costs(estimate, read_weight)
     best = choose_cheapest(costs, allowed_strategies(spec, facts) - {HYBRID})
-    if best == EQUALITY_DELETE:
+    if best != POSITION_DELETE:  # equality deletes, or a rewrite that clears what reads now pay
         return Decision(best, f"cheapest (read weight {read_weight:g})", costs)
     return Decision(
-        HYBRID, f"a scanning encoding is cheapest (read weight {read_weight:g}); per-file choice", costs
+        HYBRID, f"position deletes are cheapest (read weight {read_weight:g}); dense files rewritten", costs
     )

@@ -117,6 +117,22 @@ def test_hybrid_rewrites_dense_files_and_deletes_in_sparse(lake) -> None:  # typ
     assert counts == {"dense": 10_000, "sparse": 2} and table.to_df().count() == 30_000
 
 
+def test_hybrid_merges_small_rewritten_files_with_the_new_rows(lake) -> None:  # type: ignore[no-untyped-def]
+    """A small, densely changed file is not rewritten one to one: its survivors join the new rows."""
+    df = lake.spark.range(60).select(
+        F.col("id").alias("k"), (F.col("id") % 3).alias("g"), F.lit("a").alias("p")
+    )
+    table = lake.create_table("db.t", df.coalesce(1), partition_by=["g"], identifier=["g", "k"])
+    changed = df.filter("g = 0 and k < 45").withColumn("p", F.lit("b"))  # 15 of g=0's 20 rows
+    inserted = lake.spark.createDataFrame([(300, 0, "c")], df.schema)
+    result = rowops.merge(changed.unionByName(inserted), table, on=["g", "k"], strategy="hybrid")
+    assert (result.files_rewritten, result.delete_files_added, result.data_files_added) == (1, 0, 1)
+    g0 = [f for f in table.files().data if f.partition == (0,)]
+    assert len(g0) == 1 and g0[0].record_count == 21
+    got = {(r["k"], r["p"]) for r in table.to_df().filter("g = 0").collect()}
+    assert got == {(k, "b" if k < 45 else "a") for k in range(0, 60, 3)} | {(300, "c")}
+
+
 def test_auto_follows_the_read_weight_and_pins(lake) -> None:  # type: ignore[no-untyped-def]
     rows = [make_row(k) for k in range(200)]
     table = lake.create_table(
@@ -125,8 +141,8 @@ def test_auto_follows_the_read_weight_and_pins(lake) -> None:  # type: ignore[no
     source = frame(lake.spark, [make_row(k, 1) for k in range(0, 200, 50)])
     table.set_properties(**{"rowops.read-weight": "0"})  # nobody reads: never scan the target
     assert "strategy: equality-delete (requested auto: cheapest" in rowops.explain(source, table, on=["k"])
-    table.set_properties(**{"rowops.read-weight": "1000"})  # read-heavy: avoid equality deletes
-    assert "strategy: hybrid (requested auto" in rowops.explain(source, table, on=["k"])
+    table.set_properties(**{"rowops.read-weight": "1000"})  # read-heavy: keep reads free of deletes
+    assert "strategy: copy-on-write (requested auto: cheapest" in rowops.explain(source, table, on=["k"])
     table.set_properties(**{"rowops.strategy": "copy-on-write"})
     assert rowops.merge(source, table, on=["k"]).strategy == "copy-on-write"
 

@@ -25,7 +25,7 @@ MICRO_BATCH = Estimate(source_rows=57_000, source_bytes=2_600_000, candidate_byt
 # would make every read join the whole partitions, position deletes only the touched files
 BIG_PARTITIONS = replace(MICRO_BATCH, partition_bytes=50_000_000_000)
 # after many upserts the candidate files carry position and equality deletes: rewriting them pays
-AFTER_UPSERTS = replace(MICRO_BATCH, debt_bytes=1_500_000_000, pos_deleted_bytes=132_000_000,
+AFTER_UPSERTS = replace(MICRO_BATCH, debt_bytes=2_500_000_000, pos_deleted_bytes=132_000_000,
                         eq_deleted_bytes=132_000_000)  # fmt: skip
 STREAMING = Estimate(source_rows=400, source_bytes=18_000, candidate_bytes=132_000_000,
                      candidate_rows=2_880_404, candidate_files=16, key_fraction=0.12,
