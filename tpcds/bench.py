@@ -53,6 +53,7 @@ TABLE = "db.store_sales"
 MAIN_SEED = 7  # the batch of the write runs (tpcds.batches' default seed)
 FIXED_STRATEGIES = ("copy-on-write", "position-delete", "equality-delete")
 ROWOPS_STRATEGIES = (*FIXED_STRATEGIES, "auto")
+READ_WEIGHT_PROPERTY = "rowops.read-weight"
 ICEBERG_MODES = ("copy-on-write", "merge-on-read", "deletion-vectors")
 ICEBERG_DEGRADATION_MODES = ("merge-on-read", "deletion-vectors")
 COLOCATED_PROPERTY = "rowops.colocated-join.enabled"
@@ -489,8 +490,10 @@ def worker_rowops_degradation(cfg: BenchConfig, rec: Recorder) -> None:
     batches = {seed: spark.read.parquet(str(cfg.batch_dir(seed))) for seed in cfg.degradation_seeds}
     rowops_warmup(spark, table, base, spark.read.parquet(str(cfg.batch_dir(MAIN_SEED))), cfg, rec, tag)
     series: dict[str, Any] = {}
-    for strategy in cfg.degradation_strategies:
+    for series_name in cfg.degradation_strategies:
+        strategy, read_weight = parse_series(series_name)
         table.rollback_to(base)
+        table.set_properties(**{READ_WEIGHT_PROPERTY: read_weight})
         jvm_gc(spark)
         reads, answer = timed_reads(lambda: scan_aggregate(table.to_df()), READS_PER_POINT)
         before = statistics.median(reads)
@@ -500,17 +503,24 @@ def worker_rowops_degradation(cfg: BenchConfig, rec: Recorder) -> None:
             "answer_before": answer,
             "iterations": [],
         }
-        series[strategy] = entry
-        log(tag, f"{strategy}: read before {before:.2f}s")
+        series[series_name] = entry
+        log(tag, f"{series_name}: read before {before:.2f}s")
         for i, seed in enumerate(cfg.degradation_seeds, 1):
             record = timed_rowops_merge(spark, table, batches[seed], strategy, cfg, tag)
             record.update(iteration=i, seed=seed)
             entry["iterations"].append(record)
             rec.set("series", series)
-            log(tag, f"{strategy} upsert {i}/{len(cfg.degradation_seeds)}: {describe_run(record)}")
+            log(tag, f"{series_name} upsert {i}/{len(cfg.degradation_seeds)}: {describe_run(record)}")
             if not record.get("ok"):
                 break
+    table.set_properties(**{READ_WEIGHT_PROPERTY: "1"})
     table.rollback_to(base)
+
+
+def parse_series(name: str) -> tuple[str, str]:
+    """``auto@rw10`` -> (``auto``, read weight ``10``); a plain strategy runs at the default weight 1."""
+    strategy, _, read_weight = name.partition("@rw")
+    return strategy, read_weight or "1"
 
 
 def bitmap_without_limit(matched: DataFrame) -> list[tuple[str, int]]:
@@ -1280,8 +1290,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--iterations", type=int, default=None, help="consecutive upserts (default 10)")
     parser.add_argument(
         "--degradation-strategies",
-        default="auto,position-delete,equality-delete",
-        help="rowops strategies of the degradation phase (comma separated)",
+        default="auto,auto@rw10,position-delete,equality-delete",
+        help="rowops strategies of the degradation phase (comma separated; auto@rw10 = auto with "
+        "table property rowops.read-weight=10)",
     )
     parser.add_argument("--phases", default=",".join(PHASES), help=f"phases to run, of {','.join(PHASES)}")
     parser.add_argument("--cores", type=int, default=2, help="local[N] for both engines")
@@ -1331,7 +1342,7 @@ def make_config(args: argparse.Namespace, work: Path) -> BenchConfig:
     source = generate_store_sales(args.sf, data / f"sf{args.sf:g}")
     log("bench", f"source ready in {time.perf_counter() - started:.1f}s: {source}")
     strategies = [s for s in args.degradation_strategies.split(",") if s]
-    bad = [s for s in strategies if s not in ROWOPS_STRATEGIES]
+    bad = [s for s in strategies if parse_series(s)[0] not in ROWOPS_STRATEGIES]
     if bad:
         raise SystemExit(f"unknown degradation strategies {bad}; expected some of {ROWOPS_STRATEGIES}")
     return BenchConfig(
