@@ -44,6 +44,12 @@ class InvalidPartitionSpecError(InvalidInputError):
     help = "Use column names, bucket(N, col), truncate(W, col), year(col), month(col), day(col) or hour(col)."
 
 
+class InvalidSortOrderError(InvalidInputError):
+    """A ``sort_by`` entry that is not a column with an optional direction and null order."""
+
+    help = 'Sort by plain columns, e.g. sort_by=["event_date", "amount DESC"].'
+
+
 class NoSuchNamespaceError(RowOpsError):
     """The namespace does not exist in the lakehouse."""
 

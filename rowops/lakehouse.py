@@ -20,6 +20,7 @@ from rowops.meta.tables import new_metadata
 from rowops.operations import append_delta, spark_errors
 from rowops.spec.identifiers import TableIdentifier, parse_namespace
 from rowops.spec.partitioning import parse_partition_by
+from rowops.spec.sorting import parse_sort_by
 from rowops.table import Table
 
 if TYPE_CHECKING:
@@ -73,6 +74,7 @@ class Lakehouse:
         partition_by: Sequence[str] | None = None,
         identifier: Sequence[str] | None = None,
         properties: dict[str, str] | None = None,
+        sort_by: Sequence[str] | None = None,
     ) -> Table:
         """Create a format-v2 Iceberg table; rows of ``data`` (if a DataFrame) are its first snapshot.
 
@@ -81,7 +83,10 @@ class Lakehouse:
             data: a DataFrame (its schema and rows) or a StructType (empty table).
             partition_by: identity columns and ``bucket(N, c)``, ``truncate(W, c)``, ``year/month/day/hour(c)``.
             identifier: Iceberg identifier (key) columns; they become required.
-            properties: extra Iceberg table properties.
+            properties: extra Iceberg table properties (e.g. ``write.distribution-mode``: ``hash``,
+                the default for partitioned tables, ``range`` or ``none``).
+            sort_by: the table's sort order, ``column [ASC|DESC] [NULLS FIRST|LAST]`` per entry; every
+                data file rowops writes is sorted by it.
         """
         ident = TableIdentifier.parse(name)
         if str(ident) in self.catalog.log.latest().tables:
@@ -96,6 +101,7 @@ class Lakehouse:
             list(identifier or ()),
             self.catalog.location(ident),
             properties,
+            parse_sort_by(list(sort_by or ())),
         )
         if isinstance(data, DataFrame):
             metadata = self._with_first_snapshot(data, metadata)

@@ -2,7 +2,8 @@
 
 Every write goes to a fresh staging directory under the table's ``data/`` folder; the caller commits
 the listed files or removes the directory. Files carry Iceberg field ids; partitioned writes are
-hash-clustered by partition so that each partition is written by one task.
+clustered by partition (hash, or range of the table's sort order) so that each partition is written by
+one task, and data files are sorted by the table's sort order.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.sorting import NullOrder, SortDirection
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -97,32 +99,45 @@ def write_rows(
     cluster: bool = True,
     files: int | None = None,
     max_rows: int | None = None,
+    sort: Sequence[Column] = (),
 ) -> list[WrittenFile]:
     """Write rows with ``schema``'s columns, partitioned by the table's spec; list the files.
 
     Args:
-        cluster: hash-distribute rows by partition first, so each partition is written by one task
-            (one file per partition). Off for rewrites, whose tasks already read one partition.
+        cluster: distribute rows by partition first (hash, or by range of the sort order when the
+            table's ``write.distribution-mode`` is ``range``), so each partition is written by one
+            task. Off for rewrites, whose tasks already read one partition.
         files: for unpartitioned writes, the number of files to produce.
         max_rows: split files beyond this many rows (the target file size in rows).
+        sort: the order of rows within each file (the table's sort order for data files).
     """
     spec = metadata.spec()
     typed = df.select(*_typed_columns(schema))
     hidden = hidden_names(spec, metadata.schema())
+    order = list(sort)
+    ranged = bool(order) and distribution_mode(metadata) == "range"
     writer_df = typed
     if hidden:
         values = [
             partition_value(f, metadata.schema()).alias(h) for f, h in zip(spec.fields, hidden, strict=True)
         ]
         writer_df = typed.select("*", *values)
-        if cluster:
+        if cluster and ranged:
+            writer_df = writer_df.repartitionByRange(*[F.col(h) for h in hidden], *order)
+        elif cluster and distribution_mode(metadata) != "none":
             writer_df = writer_df.repartition(*hidden)
     elif files is not None:
-        writer_df = writer_df.repartition(files)
-    elif (size := plan_bytes(df)) < UNKNOWN_SIZE:
-        estimate = max(1, math.ceil(size / _target_size(metadata)))
-        if estimate < df.rdd.getNumPartitions():
+        writer_df = writer_df.repartitionByRange(files, *order) if ranged else writer_df.repartition(files)
+    else:
+        size = plan_bytes(df)
+        estimate = max(1, math.ceil(size / _target_size(metadata))) if size < UNKNOWN_SIZE else None
+        if cluster and ranged:  # unknown size: Spark's shuffle partitions, coalesced by AQE
+            ranges = writer_df.repartitionByRange
+            writer_df = ranges(estimate, *order) if estimate else ranges(*order)
+        elif estimate is not None and estimate < df.rdd.getNumPartitions():
             writer_df = writer_df.coalesce(estimate)  # no tiny files from a small write (no shuffle)
+    if order:  # the table's sort order within every file (partition columns first, as the writer needs)
+        writer_df = writer_df.sortWithinPartitions(*[F.col(h) for h in hidden], *order)
     writer = writer_df.write.option("compression", _codec(metadata))
     if max_rows is not None:
         writer = writer.option("maxRecordsPerFile", max_rows)
@@ -143,8 +158,30 @@ def write_data(
     files: int | None = None,
     max_rows: int | None = None,
 ) -> list[WrittenFile]:
-    """Write table rows (columns matched by name) as data files."""
-    return write_rows(df, metadata.schema(), metadata, directory, cluster, files, max_rows)
+    """Write table rows (columns matched by name) as data files, sorted by the table's sort order."""
+    return write_rows(
+        df, metadata.schema(), metadata, directory, cluster, files, max_rows, sort_columns(metadata)
+    )
+
+
+def distribution_mode(metadata: TableMetadata) -> str:
+    """Iceberg's ``write.distribution-mode``: ``hash`` (default), ``range`` or ``none``."""
+    return metadata.properties.get("write.distribution-mode", "hash").lower()
+
+
+def sort_columns(metadata: TableMetadata) -> list[Column]:
+    """The table's sort order as Spark sort expressions (identity transforms only)."""
+    columns = []
+    for field in metadata.sort_order().fields:
+        col = F.col(f"`{metadata.schema().find_column_name(field.source_id)}`")
+        if field.direction == SortDirection.DESC:
+            col = (
+                col.desc_nulls_first() if field.null_order == NullOrder.NULLS_FIRST else col.desc_nulls_last()
+            )
+        else:
+            col = col.asc_nulls_first() if field.null_order == NullOrder.NULLS_FIRST else col.asc_nulls_last()
+        columns.append(col)
+    return columns
 
 
 def write_equality_deletes(

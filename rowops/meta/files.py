@@ -175,6 +175,7 @@ def _data_file(
     partition: tuple[object, ...],
     content: DataFileContent,
     equality_ids: Sequence[int] | None,
+    sort_order_id: int | None = None,
 ) -> DataFile:
     footer = pq.read_metadata(path)
     stats = data_file_statistics_from_parquet_metadata(
@@ -188,7 +189,7 @@ def _data_file(
         file_format=FileFormat.PARQUET,
         partition=Record(*partition),
         file_size_in_bytes=os.path.getsize(path),
-        sort_order_id=None,
+        sort_order_id=sort_order_id,
         spec_id=spec.spec_id,
         equality_ids=list(equality_ids) if equality_ids else None,
         key_metadata=None,
@@ -216,10 +217,19 @@ def data_files_from_parquet(
         )
     else:
         schema, props = metadata.schema(), dict(metadata.properties)
+    # data files are written sorted by the table's sort order (rowops' writers sort every data file)
+    sorted_by = (
+        metadata.default_sort_order_id
+        if content == DataFileContent.DATA and metadata.sort_order().fields
+        else None
+    )
     with ThreadPoolExecutor(max_workers=8) as pool:
         files = list(
             pool.map(
-                lambda w: _data_file(w.path, schema, props, spec, w.partition, content, equality_ids), written
+                lambda w: _data_file(
+                    w.path, schema, props, spec, w.partition, content, equality_ids, sorted_by
+                ),
+                written,
             )
         )
     for empty in (f for f in files if f.record_count == 0):

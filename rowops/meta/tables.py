@@ -1,4 +1,4 @@
-"""New table metadata: validated schema, partition spec and default properties (format v2)."""
+"""New table metadata: validated schema, partition spec, sort order and default properties (format v2)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata, new_table_metadata
-from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, NullOrder, SortDirection, SortField, SortOrder
 from pyiceberg.transforms import (
     BucketTransform,
     DayTransform,
@@ -35,6 +35,7 @@ from pyiceberg.types import (
 
 from rowops.errors import InvalidInputError, InvalidPartitionSpecError, NoSuchColumnError
 from rowops.spec.partitioning import PartitionFieldSpec
+from rowops.spec.sorting import SortFieldSpec
 
 FIRST_PARTITION_FIELD_ID = 1000
 DEFAULT_PROPERTIES = {
@@ -132,15 +133,40 @@ def with_identifier(schema: Schema, identifier: Sequence[str]) -> Schema:
     return Schema(*fields, schema_id=schema.schema_id, identifier_field_ids=ids)
 
 
+def build_sort_order(schema: Schema, fields: Sequence[SortFieldSpec]) -> SortOrder:
+    """The table's sort order (identity transforms of columns); unsorted when ``fields`` is empty."""
+    if not fields:
+        return UNSORTED_SORT_ORDER
+    sort_fields = []
+    for f in fields:
+        try:
+            source = schema.find_field(f.column, case_sensitive=True)
+        except ValueError:
+            raise NoSuchColumnError(
+                f"Sort column {f.column!r} is not in the schema ({', '.join(schema.column_names)})"
+            ) from None
+        sort_fields.append(
+            SortField(
+                source_id=source.field_id,
+                transform=IdentityTransform(),
+                direction=SortDirection.DESC if f.descending else SortDirection.ASC,
+                null_order=NullOrder.NULLS_FIRST if f.nulls_first else NullOrder.NULLS_LAST,
+            )
+        )
+    return SortOrder(*sort_fields, order_id=1)
+
+
 def new_metadata(
     schema: Schema,
     partition_fields: Sequence[PartitionFieldSpec],
     identifier: Sequence[str],
     location: str,
     properties: dict[str, str] | None = None,
+    sort_fields: Sequence[SortFieldSpec] = (),
 ) -> TableMetadata:
     """Fresh format-v2 table metadata (no snapshot yet)."""
     schema = with_identifier(schema, identifier)
     spec = build_partition_spec(schema, partition_fields)
+    order = build_sort_order(schema, sort_fields)
     props = {**DEFAULT_PROPERTIES, **(properties or {}), "format-version": "2"}
-    return new_table_metadata(schema, spec, UNSORTED_SORT_ORDER, location, props)
+    return new_table_metadata(schema, spec, order, location, props)

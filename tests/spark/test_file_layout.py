@@ -1,10 +1,16 @@
-"""What rowops leaves on disk: delete files scoped to one data file, no dangling deletes."""
+"""What rowops leaves on disk: delete files scoped to one data file, no dangling deletes, sorted files."""
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
+import pyarrow.parquet as pq
+import pytest
+from pyiceberg.table import StaticTable
+
 import rowops
+from rowops import errors
 from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, Layout, Oracle, frame, make_row
 
@@ -83,3 +89,68 @@ def test_hybrid_folds_small_files_of_touched_partitions(lake, java) -> None:  # 
     assert result.files_rewritten > 3  # the touched files and the small ones beside them
     assert len(table.files().data) < files_before
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
+
+
+def _file_rows(path: str, columns: list[str]) -> list[tuple[object, ...]]:
+    table = pq.read_table(path, columns=columns)
+    return list(zip(*[table.column(c).to_pylist() for c in columns], strict=True))
+
+
+def _sort_key(row: tuple[object, ...]) -> tuple[object, ...]:
+    """``g ASC NULLS FIRST, s DESC NULLS LAST`` as a Python key (g is never NULL here)."""
+    g, s = row
+    return (g, s is None, tuple(-ord(c) for c in s) if s is not None else ())
+
+
+@pytest.mark.parametrize("strategy", ["copy-on-write", "position-delete"])
+def test_data_files_follow_the_table_sort_order(lake, java, strategy) -> None:  # type: ignore[no-untyped-def]
+    layout = Layout("bucket", ("bucket(2, k)",), ("k",))
+    rows = [make_row(k) for k in range(90)]
+    table = lake.create_table(
+        "db.t",
+        frame(lake.spark, rows),
+        partition_by=["bucket(2, k)"],
+        identifier=["k"],
+        sort_by=["g", "s DESC"],
+    )
+    order = StaticTable.from_metadata(table.metadata_location).sort_order()
+    assert [(f.direction.name, f.null_order.name) for f in order.fields] == [
+        ("ASC", "NULLS_FIRST"),
+        ("DESC", "NULLS_LAST"),
+    ]
+    oracle = Oracle(layout, rows)
+    changes = [make_row(k, 1) for k in range(0, 120, 4)]
+    rowops.merge(frame(lake.spark, changes), table, on=["k"], strategy=strategy)
+    oracle.upsert(changes)
+    data = table.files().data
+    assert all(f.data_file.sort_order_id == order.order_id for f in data)
+    for f in data:
+        got = _file_rows(f.path, ["g", "s"])
+        assert got == sorted(got, key=_sort_key), f"{f.path} is not sorted by g, s DESC"
+    assert_readers_agree(table, oracle.values(), COLUMNS, java)
+
+
+def test_range_distribution_writes_disjoint_key_ranges(lake) -> None:  # type: ignore[no-untyped-def]
+    # a Range keeps its size known to Spark (a DataFrame of Python rows does not): scrambled keys
+    rows = lake.spark.range(2_000).selectExpr("(id * 7919) % 2000 AS k", "repeat('x', 40) AS s")
+    table = lake.create_table(
+        "db.t",
+        rows,
+        identifier=["k"],
+        sort_by=["k"],
+        properties={"write.distribution-mode": "range", "write.target-file-size-bytes": "20000"},
+    )
+    ranges = sorted((min(r[0] for r in _file_rows(f.path, ["k"])), max(r[0] for r in _file_rows(f.path, ["k"]))) for f in table.files().data)  # fmt: skip
+    assert len(ranges) > 1
+    assert all(upper < lower for (_, upper), (lower, _) in itertools.pairwise(ranges))
+    assert table.to_df().count() == 2_000
+
+
+@pytest.mark.parametrize(
+    ("sort_by", "error"),
+    [(["nope"], errors.NoSuchColumnError), (["bucket(4, k)"], errors.InvalidSortOrderError), (["k", "k DESC"], errors.InvalidSortOrderError)],
+)  # fmt: skip
+def test_bad_sort_order_is_rejected_and_creates_nothing(lake, sort_by, error) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(error):
+        lake.create_table("db.t", frame(lake.spark, [make_row(1)]), identifier=["k"], sort_by=sort_by)
+    assert "db.t" not in lake.catalog.log.latest().tables
