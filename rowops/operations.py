@@ -30,7 +30,8 @@ from rowops.exec.summary import summarize
 from rowops.exec.validation import check_source
 from rowops.exec.write import NULL_MARKER, Staging, staging, write_data
 from rowops.meta.files import LiveFile, TableFiles, data_files_from_parquet, live_files
-from rowops.plan.cost import Estimate, read_overhead
+from rowops.plan.cost import Estimate
+from rowops.plan.debt import read_debt
 from rowops.plan.explain import FileGroup, PlanReport, format_report
 from rowops.plan.pruning import prune_files
 from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, HYBRID, Decision, TableFacts, choose_strategy
@@ -127,6 +128,7 @@ def _estimate(
     keys: list[str],
     loaded: LoadedTable,
     touched_partitions: set[tuple[object, ...]],
+    read_weight: float,
 ) -> Estimate:
     schema = loaded.metadata.schema()
     key_ids = {schema.find_field(k).field_id for k in keys}
@@ -136,8 +138,7 @@ def _estimate(
     )
     all_rows = sum(f.record_count for f in planned_files.data) or 1
     per_row = sum(f.size for f in planned_files.data) / all_rows
-    pos_deleted = [planned_files.position_deletes_may_apply(f) for f in candidates]
-    eq_deleted = [planned_files.equality_deletes_apply(f) for f in candidates]
+    debt = read_debt(planned_files, candidates, read_weight)
     return Estimate(
         source_rows=rows,
         source_bytes=int(rows * per_row),
@@ -146,9 +147,10 @@ def _estimate(
         candidate_files=len(candidates),
         key_fraction=min(key_bytes / total, 1.0),
         partition_bytes=sum(f.size for f in planned_files.data if f.partition in touched_partitions),
-        debt_bytes=sum(map(read_overhead, [f.size for f in candidates], pos_deleted, eq_deleted)),
-        pos_deleted_bytes=sum(f.size for f, d in zip(candidates, pos_deleted, strict=True) if d),
-        eq_deleted_bytes=sum(f.size for f, d in zip(candidates, eq_deleted, strict=True) if d),
+        debt_bytes=debt.bytes,
+        pos_deleted_bytes=debt.pos_deleted_bytes,
+        eq_deleted_bytes=debt.eq_deleted_bytes,
+        debt_generations=debt.generations,
     )
 
 
@@ -175,7 +177,9 @@ def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: 
                 for k in prune_files(file_keys(files.data, keys, loaded.metadata.schema()), keyed.ranges).kept
             }
             candidates = [f for f in files.data if f.path in kept]
-        estimate = _estimate(files, candidates, keyed.rows, keys, loaded, set(keyed.ranges.by_partition))
+        estimate = _estimate(
+            files, candidates, keyed.rows, keys, loaded, set(keyed.ranges.by_partition), read_weight
+        )
     decision = choose_strategy(strategy, spec, facts, estimate, read_weight, pinned)
     colocated, why = _colocation(spec, source, source_rows, decision, loaded)
     report = PlanReport(
@@ -278,7 +282,7 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
         new = counts["insert"] + counts["update"]
         removed = strategies.removed_by_path(ctx, summary.removed)
         if planned.decision.strategy == COPY_ON_WRITE:
-            written = strategies.copy_on_write(ctx, changes, removed, new)
+            written = strategies.copy_on_write(ctx, changes, removed, new, planned.read_weight)
         elif planned.decision.strategy == HYBRID:
             written = strategies.hybrid(ctx, changes, removed, new, planned.read_weight)
         else:

@@ -197,11 +197,16 @@ def write_new_rows(ctx: WriteContext, new_rows: DataFrame, count: int | None) ->
 
 
 def copy_on_write(
-    ctx: WriteContext, changes: RowChanges, counts: dict[str, int], new_count: int | None
+    ctx: WriteContext, changes: RowChanges, counts: dict[str, int], new_count: int | None, read_weight: float
 ) -> Written:
-    """Rewrite every data file that holds a removed row; add the new rows."""
-    written = rewrite_files(ctx, changes.removed, set(counts))
-    return written.merge(write_new_rows(ctx, changes.new_rows, new_count)).merge(Written(changed_rows=counts))
+    """Rewrite every data file that holds a removed row; add the new rows.
+
+    Small rewritten files travel with the new rows (see :func:`hybrid`) instead of staying small.
+    """
+    sizes = {f.path: f.size for f in ctx.files.data}
+    travelling = {p for p in counts if worth_merging(sizes[p], read_weight)}
+    written = rewrite_files(ctx, changes.removed, set(counts) - travelling)
+    return written.merge(_write_new_rows_with(ctx, changes, counts, new_count, travelling))
 
 
 def position_delete(
@@ -228,14 +233,25 @@ def hybrid(
     sparse = {p: n for p, n in counts.items() if p not in dense}
     written = rewrite_files(ctx, changes.removed, dense - small_dense)
     written = written.merge(delete_positions(ctx, changes.removed, sparse))
-    new_rows = changes.new_rows
+    return written.merge(_write_new_rows_with(ctx, changes, counts, new_count, travelling))
+
+
+def _write_new_rows_with(
+    ctx: WriteContext,
+    changes: RowChanges,
+    counts: dict[str, int],
+    new_count: int | None,
+    travelling: set[str],
+) -> Written:
+    """The new rows, plus the surviving rows of the ``travelling`` files, which are replaced."""
+    new_rows, written = changes.new_rows, Written(changed_rows=counts)
     if travelling:
         files = [f for f in ctx.files.data if f.path in travelling]
         new_rows = new_rows.unionByName(_survivors(ctx, changes.removed, files))
         written = written.merge(_replaced(ctx, travelling))
         if new_count is not None:
             new_count += sum(f.record_count - counts.get(f.path, 0) for f in files)
-    return written.merge(write_new_rows(ctx, new_rows, new_count)).merge(Written(changed_rows=counts))
+    return written.merge(write_new_rows(ctx, new_rows, new_count))
 
 
 def check_keys(source: DataFrame, keys: Sequence[str], limit: int = 5) -> None:
