@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tpcds.batches import ITEM, KEY_COLUMNS, TICKET
-from tpcds.bench import (
+from tpcds.bench_common import (
     ICEBERG_DEGRADATION_MODES,
     ICEBERG_MODES,
     MAIN_SEED,
@@ -44,15 +44,13 @@ from tpcds.bench import (
     BenchConfig,
     Recorder,
     build_session,
-    job_count,
     jvm_gc,
     log,
-    op_watchdog,
     run_worker,
     scan_aggregate,
-    short_error,
     spark_conf,
     timed_reads,
+    timed_write,
 )
 
 if TYPE_CHECKING:
@@ -211,19 +209,12 @@ def timed_merge(
     spark: SparkSession, table: str, source: str, cfg: BenchConfig, tag: str, what: str
 ) -> dict[str, Any]:
     """One MERGE (the caller restores the table first) followed by the read query."""
-    jvm_gc(spark)
-    jobs_before = job_count(spark)
     record: dict[str, Any] = {}
-    started = time.perf_counter()
-    try:
-        with op_watchdog(spark, cfg.op_timeout, f"iceberg {what}", tag):
-            spark.sql(merge_sql(table, source))
-    except Exception as exc:
-        record.update(ok=False, error=short_error(exc), write_s=time.perf_counter() - started)
-        log(tag, f"FAILED {what}: {record['error'][:300]}")
+    merged = timed_write(
+        spark, cfg, tag, "iceberg", what, lambda: spark.sql(merge_sql(table, source)), record
+    )
+    if merged is None:
         return record
-    record["write_s"] = time.perf_counter() - started
-    record["spark_jobs"] = job_count(spark) - jobs_before
     record["read_s"], record["answer"] = scan_aggregate(spark.table(table))
     record["snapshot_summary"] = snapshot_summary(spark, table)
     record["files_after"] = file_counts(spark, table)
