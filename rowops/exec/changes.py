@@ -105,7 +105,7 @@ def _unmatched_source(s: DataFrame, matched_part: DataFrame, spec: MergeSpec) ->
     A merge on key columns anti-joins on the keys (null-safe, as the ON condition), so the source is
     simply read again; any other ON condition needs the source row ids of the (persisted) source.
     """
-    hits = matched_part.filter(F.col(_T_ROW).isNotNull() & F.col(_S_ROW).isNotNull())
+    hits = matched_part.filter(_met())
     if spec.on_columns is None:
         return s.join(hits.select(_S_ID).distinct(), _S_ID, "left_anti")
     keys = [f"{_S_KEY}{i}" for i in range(len(spec.on_columns))]
@@ -173,16 +173,19 @@ def merge_changes(
     return RowChanges(staged, removed, new_rows, kinds, tuple(replaced), joins_source=True, cached=cached)
 
 
+def _met() -> Column:
+    """A joined row where a target row met a source row."""
+    return F.col(_T_ROW).isNotNull() & F.col(_S_ROW).isNotNull()
+
+
 def matched_flag(changes: RowChanges) -> Column:
     """``_matched``: the joined row is a target row that met a source row (False without a join)."""
-    if not changes.joins_source:
-        return F.lit(False).alias(MATCHED)
-    return (F.col(_T_ROW).isNotNull() & F.col(_S_ROW).isNotNull()).alias(MATCHED)
+    return (_met() if changes.joins_source else F.lit(False)).alias(MATCHED)
 
 
 def matched_rows(changes: RowChanges) -> DataFrame:
     """Joined rows where a target row met a source row."""
-    return changes.joined.filter(F.col(_T_ROW).isNotNull() & F.col(_S_ROW).isNotNull())
+    return changes.joined.filter(_met())
 
 
 def update_changes(target: DataFrame, spec: UpdateSpec, columns: list[str]) -> RowChanges:

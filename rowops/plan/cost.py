@@ -12,7 +12,7 @@ deletes pile up as long as reading them stays cheaper than rewriting, then a rew
 * equality-delete: no target read at all; writes the new rows and the keys. Reads anti-join every older
   row of the touched partitions with the keys.
 
-The constants were measured on TPC-DS store_sales SF 1 (132 MB, 2.9M rows) on the 2-core reference
+The constants were measured on TPC-DS store_sales SF 1 (103 MB, 2.9M rows) on the 2-core reference
 machine, where a plain scan of the table takes ~0.7 s (see ARCHITECTURE.md, "cost model").
 
 >>> est = Estimate(source_rows=1_000, source_bytes=100_000, candidate_bytes=50_000_000,
