@@ -106,15 +106,15 @@ def print_table(rows: list[dict[str, object]], base_read: float) -> None:
         "write_s",
         "read_s",
     ]
-    widths = [max(len(h), *(len(str(r[h])) for r in rows)) for h in headers]
+    labelled = [
+        {**r, "strategy": r["strategy"] + (f" ({r['chosen']})" if r["strategy"] == "auto" else "")}
+        for r in rows
+    ]
+    widths = [max(len(h), *(len(str(r[h])) for r in labelled)) for h in headers]
     print(" | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
     print("-+-".join("-" * w for w in widths))
-    for r in rows:
-        label = {
-            **r,
-            "strategy": f"{r['strategy']}" + (f" ({r['chosen']})" if r["strategy"] == "auto" else ""),
-        }
-        print(" | ".join(str(label[h]).ljust(w) for h, w in zip(headers, widths, strict=True)))
+    for r in labelled:
+        print(" | ".join(str(r[h]).ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
 
 
 if __name__ == "__main__":
