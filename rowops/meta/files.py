@@ -79,6 +79,17 @@ class LiveFile:
         bounds = self.referenced_paths
         return bounds is None or bounds[0] <= data_path <= bounds[1]
 
+    def may_apply_to(self, data: LiveFile) -> bool:
+        """Whether this delete file may remove rows of ``data``.
+
+        A position delete applies to the files it names (its file_path bounds); an equality delete to
+        older data files (smaller sequence number) of its partition, or of the whole table when
+        unpartitioned.
+        """
+        if self.content == DataFileContent.POSITION_DELETES:
+            return self.may_reference(data.path)
+        return self.seq > data.seq and (not self.partition or self.partition == data.partition)
+
 
 @dataclass(frozen=True)
 class TableFiles:
@@ -97,14 +108,11 @@ class TableFiles:
 
     def equality_deletes_apply(self, data: LiveFile) -> bool:
         """Whether a live equality delete file applies to ``data`` (newer, same partition or global)."""
-        return any(
-            d.seq > data.seq and (d.partition == data.partition or not d.partition)
-            for d in self.equality_deletes
-        )
+        return any(d.may_apply_to(data) for d in self.equality_deletes)
 
     def position_deletes_may_apply(self, data: LiveFile) -> bool:
         """Whether a live position delete file may name ``data`` (from its file_path bounds)."""
-        return any(d.may_reference(data.path) for d in self.position_deletes)
+        return any(d.may_apply_to(data) for d in self.position_deletes)
 
     def dangling_equality_deletes(self, removed_data: set[str]) -> set[str]:
         """Equality delete files that apply to no data file once ``removed_data`` is gone.
@@ -112,18 +120,8 @@ class TableFiles:
         An equality delete applies to older data files (smaller sequence number) of its partition, or
         of the whole table when unpartitioned; files added by a commit are always newer.
         """
-        dangling = set()
-        for delete in self.equality_deletes:
-            older = [
-                f
-                for f in self.data
-                if f.path not in removed_data
-                and f.seq < delete.seq
-                and (not delete.partition or f.partition == delete.partition)
-            ]
-            if not older:
-                dangling.add(delete.path)
-        return dangling
+        kept = [f for f in self.data if f.path not in removed_data]
+        return {d.path for d in self.equality_deletes if not any(d.may_apply_to(f) for f in kept)}
 
 
 def _live(entry: ManifestEntry) -> LiveFile:

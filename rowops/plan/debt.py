@@ -32,17 +32,11 @@ class Debt:
     generations: int = 0
 
 
-def _applies(delete: LiveFile, data: LiveFile) -> bool:
-    if delete.equality_ids:
-        return delete.seq > data.seq and (delete.partition == data.partition or not delete.partition)
-    return delete.may_reference(data.path)
-
-
 def read_debt(files: TableFiles, candidates: Sequence[LiveFile], read_weight: float) -> Debt:
     """The debt of ``candidates`` in the snapshot described by ``files``."""
     pos = [files.position_deletes_may_apply(f) for f in candidates]
     eq = [files.equality_deletes_apply(f) for f in candidates]
-    live = [d for d in files.deletes if any(_applies(d, f) for f in candidates)]
+    live = [d for d in files.deletes if any(d.may_apply_to(f) for f in candidates)]
     eq_delete_files = sum(1 for d in live if d.equality_ids)
     total = sum(map(read_overhead, [f.size for f in candidates], pos, eq))
     total += FILE_OPEN_BYTES * (eq_delete_files + sum(worth_merging(f.size, read_weight) for f in candidates))
