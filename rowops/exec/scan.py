@@ -18,6 +18,7 @@ Deletes follow Iceberg's sequence-number rules:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -42,8 +43,13 @@ def file_uri(spark: SparkSession, path: str) -> str:
     Plain local paths only gain the ``file:`` scheme; anything else is qualified by Hadoop exactly as
     Spark's file index does (``Path.toUri``, which URL-encodes).
     """
-    if _PLAIN.match(path):
-        return "file:" + path
+    return "file:" + path if _PLAIN.match(path) else _qualified_uri(spark, path)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _qualified_uri(spark: SparkSession, path: str) -> str:
+    """Hadoop's qualified URI of ``path``, cached: an operation asks for the same files several times
+    (scan, delete writer, result mapping) and each answer is a JVM round trip."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
