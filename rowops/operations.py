@@ -21,15 +21,24 @@ from rowops.catalog.tables import LoadedTable
 from rowops.commit.row_delta import RowDelta
 from rowops.errors import CardinalityViolationError, InvalidExpressionError, NoSuchColumnError, NullKeyError
 from rowops.exec import strategies
-from rowops.exec.changes import RowChanges, delete_changes, merge_changes, update_changes
-from rowops.exec.prescan import file_keys, scan_source_keys
+from rowops.exec.changes import (
+    RowChanges,
+    delete_changes,
+    merge_changes,
+    merge_changes_sliced,
+    update_changes,
+)
+from rowops.exec.prescan import SourceKeys, file_keys, scan_source_keys
 from rowops.exec.scan import POS_COL, file_uris, read_data_files, scan
+from rowops.exec.slicing import SLICE_COL, join_slices
 from rowops.exec.stats import in_memory_bytes
 from rowops.exec.strategies import WriteContext, Written
 from rowops.exec.summary import summarize
 from rowops.exec.validation import check_source
 from rowops.exec.write import NULL_MARKER, Staging, staging, write_data
 from rowops.meta.files import LiveFile, TableFiles, data_files_from_parquet, live_files
+from rowops.plan.colocation import DISABLED as COLOCATION_DISABLED
+from rowops.plan.colocation import JoinLayout, plan_join
 from rowops.plan.cost import Estimate
 from rowops.plan.debt import read_debt
 from rowops.plan.explain import FileGroup, PlanReport, format_report
@@ -39,7 +48,7 @@ from rowops.spec.operations import MergeSpec, OperationSpec, UpdateSpec
 from rowops.spec.results import OperationResult
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
     from rowops.table import Table
 
@@ -112,9 +121,10 @@ class Planned:
     files: TableFiles
     decision: Decision
     candidates: tuple[LiveFile, ...]
-    colocated: bool
+    layout: JoinLayout
     read_weight: float
     report: PlanReport
+    source_keys: SourceKeys | None = None
 
 
 def _property(loaded: LoadedTable, key: str, default: str) -> str:
@@ -162,14 +172,14 @@ def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: 
     _validate(spec, source, loaded)
     read_weight = float(_property(loaded, "rowops.read-weight", "1"))
     pinned = loaded.metadata.properties.get("rowops.strategy")
-    candidates, estimate, source_rows = list(files.data), None, None
+    candidates, estimate, keyed = list(files.data), None, None
     keys = list(spec.on_columns or ()) if isinstance(spec, MergeSpec) else []
     if source is not None and keys and strategy != EQUALITY_DELETE:
         with spark_errors(describe(spec)):
+            partitions = sorted({f.partition for f in files.data}, key=repr)
             keyed = scan_source_keys(
-                source, keys, loaded.metadata, sorted({f.partition for f in files.data}, key=repr)
+                source, keys, loaded.metadata, partitions, check_unique=strategy == "auto"
             )
-        source_rows = keyed.rows
         assert isinstance(spec, MergeSpec)
         if not spec.of("not_matched_by_source"):
             kept = {
@@ -181,7 +191,7 @@ def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: 
             files, candidates, keyed.rows, keys, loaded, set(keyed.ranges.by_partition), read_weight
         )
     decision = choose_strategy(strategy, spec, facts, estimate, read_weight, pinned)
-    colocated, why = _colocation(spec, source, source_rows, decision, loaded)
+    layout = _join_layout(spec, source, keyed, decision, loaded, candidates)
     report = PlanReport(
         operation=describe(spec),
         requested=strategy,
@@ -191,43 +201,54 @@ def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: 
         files_total=len(files.data),
         files_scanned=len(candidates) if decision.scans_target else 0,
         files_pruned=len(files.data) - len(candidates) if decision.scans_target else 0,
-        colocated=colocated if isinstance(spec, MergeSpec) else None,
-        colocated_reason=why,
+        colocated=layout.colocated if isinstance(spec, MergeSpec) else None,
+        colocated_reason=layout.reason,
     )
     return Planned(
-        table, spec, source, loaded, files, decision, tuple(candidates), colocated, read_weight, report
+        table, spec, source, loaded, files, decision, tuple(candidates), layout, read_weight, report, keyed
     )
 
 
-def _colocation(
+def _join_layout(
     spec: OperationSpec,
     source: DataFrame | None,
-    source_rows: int | None,
+    keyed: SourceKeys | None,
     decision: Decision,
     loaded: LoadedTable,
-) -> tuple[bool, str]:
-    """Whether to broadcast the source so target rows are never shuffled, and why (not)."""
+    candidates: list[LiveFile],
+) -> JoinLayout:
+    """How the MERGE join co-locates source and target rows (``plan/colocation.py``)."""
     if not isinstance(spec, MergeSpec) or source is None:
-        return False, "no join"
+        return JoinLayout("shuffle", "no join")
     if not decision.scans_target:
-        return False, "equality deletes do not read the target"
+        return JoinLayout("shuffle", "equality deletes do not read the target")
     if _property(loaded, "rowops.colocated-join.enabled", "true").lower() != "true":
-        return False, "disabled by table property rowops.colocated-join.enabled"
+        return JoinLayout("shuffle", COLOCATION_DISABLED)
     limit = int(_property(loaded, "rowops.colocated-join.max-bytes", str(DEFAULT_COLOCATED_MAX_BYTES)))
-    size = in_memory_bytes(source, source_rows)
-    if size > limit:
-        return False, f"source ~{size / 2**20:,.1f} MiB > {limit / 2**20:,.0f} MiB: shuffle join"
-    return (
-        True,
-        f"source ~{size / 2**20:,.1f} MiB <= {limit / 2**20:,.0f} MiB: broadcast to the target's scan tasks",
-    )
+    size = in_memory_bytes(source, keyed.rows if keyed else None)
+    by_partition = None
+    if keyed and keyed.rows_by_partition is not None and loaded.metadata.spec().fields:
+        per_row = size / max(keyed.rows, 1)
+        by_partition = {p: int(n * per_row) for p, n in keyed.rows_by_partition.items()}
+    return plan_join(size, by_partition, {f.partition for f in candidates}, limit)
 
 
-def _changes(planned: Planned, target: DataFrame, columns: list[str]) -> RowChanges:
-    spec = planned.spec
+def row_changes(planned: Planned, spark: SparkSession, columns: list[str]) -> RowChanges:
+    """The row changes of the operation: the target's candidate files scanned and joined."""
+    spec, metadata = planned.spec, planned.loaded.metadata
+    if isinstance(spec, MergeSpec) and planned.layout.kind == "partitioned":
+        assert planned.source is not None and planned.source_keys and planned.source_keys.texts is not None
+        slices, sliced = join_slices(
+            spark, planned.files, planned.candidates, planned.layout, planned.source,
+            planned.source_keys.texts, metadata,
+        )  # fmt: skip
+        changes = merge_changes_sliced(slices, sliced.drop(SLICE_COL), spec, columns)
+        changes.cached.append(sliced)
+        return changes
+    target = scan(spark, metadata.schema(), planned.files, data_files=planned.candidates, row_ids=True)
     if isinstance(spec, MergeSpec):
         assert planned.source is not None
-        return merge_changes(target, planned.source, spec, columns, colocated=planned.colocated)
+        return merge_changes(target, planned.source, spec, columns, colocated=planned.layout.colocated)
     if isinstance(spec, UpdateSpec):
         return update_changes(target, spec, columns)
     return delete_changes(target, spec, columns)
@@ -263,18 +284,12 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
     spec, source = planned.spec, planned.source
     if planned.decision.strategy == EQUALITY_DELETE:
         assert isinstance(spec, MergeSpec) and source is not None and spec.on_columns is not None
-        strategies.check_keys(source, spec.on_columns)
+        if not (planned.source_keys and planned.source_keys.keys_unique):  # unknown, or an error to explain
+            strategies.check_keys(source, spec.on_columns)
         upsert = spec.key_upsert_or_delete == "upsert"
         return strategies.equality_delete(ctx, source, spec.on_columns, upsert), {}
     columns = planned.loaded.metadata.schema().column_names
-    target = scan(
-        ctx.spark,
-        planned.loaded.metadata.schema(),
-        planned.files,
-        data_files=planned.candidates,
-        row_ids=True,
-    )
-    changes = _changes(planned, target, columns)
+    changes = row_changes(planned, ctx.spark, columns)
     try:
         summary = summarize(changes)
         _check_cardinality(planned, changes, summary.repeated)
@@ -362,12 +377,8 @@ def explain(table: Table, spec: OperationSpec, source: DataFrame | None, strateg
     planned = plan(table, spec, source, strategy)
     spark_plan = ""
     if planned.decision.scans_target:
-        metadata = planned.loaded.metadata
-        target = scan(
-            table.lake.spark, metadata.schema(), planned.files, data_files=planned.candidates, row_ids=True
-        )
         with spark_errors(describe(spec)):
-            changes = _changes(planned, target, metadata.schema().column_names)
+            changes = row_changes(planned, table.lake.spark, planned.loaded.metadata.schema().column_names)
             try:
                 spark_plan = changes.joined._jdf.queryExecution().executedPlan().toString()
             finally:

@@ -32,6 +32,17 @@ READ_WEIGHT_PROPERTY = "rowops.read-weight"
 ICEBERG_MODES = ("copy-on-write", "merge-on-read", "deletion-vectors")
 ICEBERG_DEGRADATION_MODES = ("merge-on-read", "deletion-vectors")
 COLOCATED_PROPERTY = "rowops.colocated-join.enabled"
+BROADCAST_LIMIT_PROPERTY = "rowops.colocated-join.max-bytes"
+# "sliced-N": a broadcast limit below the batch's size (~10 MiB at SF 1), so the co-located join runs as
+# the large-source path does: the batch re-partitioned by bucket, N broadcast slices (6 MiB: 2 slices of
+# 8 buckets; 1 MiB: one slice per bucket, the per-slice overhead at its worst).
+JOIN_MODES: dict[str, dict[str, str]] = {
+    "on": {COLOCATED_PROPERTY: "true", BROADCAST_LIMIT_PROPERTY: str(256 * 2**20)},
+    "off": {COLOCATED_PROPERTY: "false", BROADCAST_LIMIT_PROPERTY: str(256 * 2**20)},
+    "sliced-2": {COLOCATED_PROPERTY: "true", BROADCAST_LIMIT_PROPERTY: str(6 * 2**20)},
+    "sliced-16": {COLOCATED_PROPERTY: "true", BROADCAST_LIMIT_PROPERTY: str(2**20)},
+}
+SLICED_STRATEGIES = ("copy-on-write", "position-delete")  # the strategies that join
 PHASES = (
     "prepare",
     "rowops-writes",

@@ -12,8 +12,10 @@ from typing import Any
 from tpcds.bench_common import (
     FIXED_STRATEGIES,
     ICEBERG_MODES,
+    JOIN_MODES,
     PHASES,
     ROWOPS_STRATEGIES,
+    SLICED_STRATEGIES,
     BenchConfig,
     json_default,
     stats,
@@ -35,18 +37,23 @@ def _ok_runs(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in records if r.get("ok")]
 
 
+def _join_mode(record: dict[str, Any]) -> str:
+    """on / off / sliced-N (records of older runs carry only the ``colocated`` flag)."""
+    return str(record.get("join") or ("on" if record.get("colocated") else "off"))
+
+
 def summarize_rowops(phase: dict[str, Any]) -> dict[str, Any]:
-    """Medians per strategy and co-located setting."""
+    """Medians per strategy and join mode (co-located on / off / sliced-N)."""
     summary: dict[str, Any] = {}
     runs = phase.get("runs", [])
     for strategy in ROWOPS_STRATEGIES:
-        for colocated in (True, False):
-            mine = [r for r in runs if r["requested"] == strategy and r.get("colocated") == colocated]
+        for mode in JOIN_MODES:
+            mine = [r for r in runs if r["requested"] == strategy and _join_mode(r) == mode]
             ok = _ok_runs(mine)
             if not mine:
                 continue
             first = ok[0] if ok else {}
-            summary.setdefault(strategy, {})["on" if colocated else "off"] = {
+            summary.setdefault(strategy, {})[mode] = {
                 "write_s": stats([r["write_s"] for r in ok]),
                 "op_s": stats([r["op_s"] for r in ok]),
                 "read_s": stats([r["read_s"] for r in ok]),
@@ -151,6 +158,12 @@ def assemble(cfg: BenchConfig, phases_run: dict[str, dict[str, Any]], meta: dict
         },
         "colocated_on_over_off": {
             s: _ratio(rowops_write(s, "on"), rowops_write(s, "off")) for s in ROWOPS_STRATEGIES
+        },
+        "sliced_over_on": {
+            f"{s} {mode}": _ratio(rowops_write(s, mode), rowops_write(s, "on"))
+            for s in SLICED_STRATEGIES
+            for mode in JOIN_MODES
+            if mode.startswith("sliced")
         },
         "cow_over_pyarrow_baseline": {
             "value": _ratio(rowops_write("copy-on-write"), _median(baseline, "total_s")),

@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from tpcds.bench_common import (
     COLOCATED_PROPERTY,
+    JOIN_MODES,
     MAIN_SEED,
     READ_WEIGHT_PROPERTY,
     READS_PER_POINT,
     ROWOPS_STRATEGIES,
+    SLICED_STRATEGIES,
     TABLE,
     BenchConfig,
     Recorder,
@@ -199,7 +201,8 @@ def rowops_warmup(
 
 
 def worker_rowops_writes(cfg: BenchConfig, rec: Recorder) -> None:
-    """Every rowops strategy x co-located join on/off, ``runs`` times round-robin, read after each."""
+    """Every rowops strategy x co-located join on/off (and sliced for the joining strategies), ``runs``
+    times round-robin, read after each."""
     import rowops
 
     tag = "rowops"
@@ -216,16 +219,18 @@ def worker_rowops_writes(cfg: BenchConfig, rec: Recorder) -> None:
     rec.set("base_answer", answer)
     log(tag, f"base read query: {statistics.median(base_reads):.2f}s (median of {len(base_reads)})")
     for rep in range(cfg.runs):
-        for colocated in (True, False):
-            table.set_properties(**{COLOCATED_PROPERTY: str(colocated).lower()})
-            for strategy in ROWOPS_STRATEGIES:
+        for mode, properties in JOIN_MODES.items():
+            table.set_properties(**properties)
+            for strategy in SLICED_STRATEGIES if mode.startswith("sliced") else ROWOPS_STRATEGIES:
                 table.rollback_to(base)
                 record = timed_rowops_merge(spark, table, batch, strategy, cfg, tag, keep_explain=rep == 0)
-                record.update(rep=rep, colocated=colocated)
+                record.update(rep=rep, colocated=mode != "off", join=mode)
                 rec.append("runs", record)
-                on = "on" if colocated else "off"
-                log(tag, f"run {rep + 1}/{cfg.runs} {strategy:<15} colocated={on:<3}: {describe_run(record)}")
-    table.set_properties(**{COLOCATED_PROPERTY: "true"})
+                log(
+                    tag,
+                    f"run {rep + 1}/{cfg.runs} {strategy:<15} colocated={mode:<9}: {describe_run(record)}",
+                )
+    table.set_properties(**JOIN_MODES["on"])
     table.rollback_to(base)
 
 

@@ -24,7 +24,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 
-ROWOPS_COLORS = {"on": "#1f77b4", "off": "#9ecae1"}
+ROWOPS_COLORS = {"on": "#1f77b4", "off": "#9ecae1", "sliced-2": "#2ca02c", "sliced-16": "#98df8a"}
 ICEBERG_COLOR = "#ff7f0e"
 
 
@@ -32,11 +32,13 @@ def _bar_data(report: dict[str, Any], key: str) -> list[tuple[str, str, dict[str
     """(label, color, stats) per bar: rowops strategies (on/off), then Iceberg modes."""
     bars = []
     for strategy, by_coloc in report.get("rowops", {}).get("summary", {}).items():
-        for on in ("on", "off"):
+        for on in ROWOPS_COLORS:
             if on in by_coloc and by_coloc[on][key]["median"] is not None:
                 chosen = by_coloc[on].get("chosen") or []
                 suffix = f"\n({chosen[0]})" if strategy == "auto" and len(chosen) == 1 else ""
-                label = f"rowops {strategy}{suffix}\ncolocated {on}"
+                label = f"rowops {strategy}{suffix}\n" + (
+                    on if on.startswith("sliced") else f"colocated {on}"
+                )
                 bars.append((label, ROWOPS_COLORS[on], by_coloc[on][key]))
     for mode, summary in report.get("iceberg", {}).get("summary", {}).items():
         if summary[key]["median"] is not None:

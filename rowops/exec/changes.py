@@ -114,33 +114,57 @@ def _unmatched_source(s: DataFrame, matched_part: DataFrame, spec: MergeSpec) ->
     return s.join(matched_keys, cond, "left_anti")
 
 
-def _colocated(
-    t: DataFrame, s: DataFrame, spec: MergeSpec, columns: list[str]
-) -> tuple[DataFrame, list[DataFrame]]:
-    """Join without moving target rows: the source is broadcast to the tasks that scan the target.
+@dataclass(frozen=True)
+class JoinSlice:
+    """Target rows of some partitions and the source rows that can match them.
 
-    A broadcast hash join streams the target and can keep unmatched target rows (left outer), not
-    unmatched source rows; those (for WHEN NOT MATCHED) come from :func:`_unmatched_source`
-    (source-sized work only).
+    ``broadcast``: the source rows go to the tasks that scan the target (target rows stay put);
+    otherwise both sides are shuffled (a source-side skewed partition).
+    """
+
+    target: DataFrame
+    source: DataFrame
+    broadcast: bool = True
+
+
+def _join_slices(
+    slices: list[JoinSlice], s: DataFrame, spec: MergeSpec, columns: list[str]
+) -> tuple[DataFrame, list[DataFrame]]:
+    """Join each slice (target rows streamed, so unmatched target rows can be kept with a left outer
+    join) and unite them; unmatched source rows (for WHEN NOT MATCHED) come from
+    :func:`_unmatched_source` over the whole source ``s`` (source-sized work only).
 
     Returns:
         The staged rows and the cached DataFrames to release.
     """
     how = "left_outer" if spec.of("not_matched_by_source") else "inner"
-    joined = t.join(F.broadcast(s), F.expr(spec.on), how)
     if spec.on_columns is None:
         keep: tuple[Column, ...] = (F.col(_S_ID),)
     else:
         keep = tuple(F.col(f"s.`{c}`").alias(f"{_S_KEY}{i}") for i, c in enumerate(spec.on_columns))
-    matched_part = _staged(joined, spec, columns, keep=keep).persist(StorageLevel.MEMORY_AND_DISK)
+    parts = []
+    for piece in slices:
+        source = piece.source.withColumn(_S_ROW, F.lit(True))
+        source = (F.broadcast(source) if piece.broadcast else source.hint("shuffle_hash")).alias("s")
+        target = piece.target.withColumn(_T_ROW, F.lit(True)).alias("t")
+        parts.append(_staged(target.join(source, F.expr(spec.on), how), spec, columns, keep=keep))
+    matched_part = _union(parts).persist(StorageLevel.MEMORY_AND_DISK)
     staged = matched_part.drop(*[c for c in matched_part.columns if c == _S_ID or c.startswith(_S_KEY)])
     cached = [matched_part]
     if spec.of("not_matched"):
-        unmatched = _unmatched_source(s, matched_part, spec).alias("s")
-        rest = _staged(unmatched.join(t.limit(0), F.lit(False), "left_outer"), spec, columns)
+        unmatched = _unmatched_source(s.withColumn(_S_ROW, F.lit(True)), matched_part, spec).alias("s")
+        no_target = slices[0].target.withColumn(_T_ROW, F.lit(True)).limit(0).alias("t")
+        rest = _staged(unmatched.join(no_target, F.lit(False), "left_outer"), spec, columns)
         rest = rest.persist(StorageLevel.MEMORY_AND_DISK)
         staged, cached = staged.unionByName(rest), [*cached, rest]
     return staged, cached
+
+
+def _union(parts: list[DataFrame]) -> DataFrame:
+    result = parts[0]
+    for part in parts[1:]:
+        result = result.unionByName(part)
+    return result
 
 
 def merge_changes(
@@ -151,20 +175,38 @@ def merge_changes(
     Args:
         colocated: broadcast the source so that target rows are never shuffled.
     """
-    t = target.withColumn(_T_ROW, F.lit(True)).alias("t")
     if colocated and spec.on_columns is not None:  # rows are told apart by key: read the source twice
-        s = source.withColumn(_S_ROW, F.lit(True)).alias("s")
-        staged, cached = _colocated(t, s, spec, columns)
+        staged, cached = _join_slices([JoinSlice(target, source)], source, spec, columns)
     elif colocated:  # source row ids must be stable: persist the source (costs ~0.6 s per 57k rows)
-        s = source.withColumn(_S_ROW, F.lit(True)).withColumn(_S_ID, F.monotonically_increasing_id())
-        s = s.persist(StorageLevel.MEMORY_AND_DISK).alias("s")
-        staged, cached = _colocated(t, s, spec, columns)
+        s = source.withColumn(_S_ID, F.monotonically_increasing_id()).persist(StorageLevel.MEMORY_AND_DISK)
+        staged, cached = _join_slices([JoinSlice(target, s)], s, spec, columns)
         cached = [s, *cached]
     else:
+        t = target.withColumn(_T_ROW, F.lit(True)).alias("t")
         s = source.withColumn(_S_ROW, F.lit(True)).hint("shuffle_hash").alias("s")
         staged = _staged(t.join(s, F.expr(spec.on), _join_type(spec)), spec, columns)
         staged = staged.persist(StorageLevel.MEMORY_AND_DISK)
         cached = [staged]
+    return _changes_of(staged, spec, columns, cached)
+
+
+def merge_changes_sliced(
+    slices: list[JoinSlice], source: DataFrame, spec: MergeSpec, columns: list[str]
+) -> RowChanges:
+    """The MERGE as a union of per-slice joins (see ``plan/colocation.py``); needs key columns.
+
+    Args:
+        slices: target rows and the source rows that can match them, per group of partitions.
+        source: every source row (the unmatched ones are inserted).
+    """
+    assert spec.on_columns is not None and slices, "slicing needs key columns and at least one slice"
+    staged, cached = _join_slices(slices, source, spec, columns)
+    return _changes_of(staged, spec, columns, cached)
+
+
+def _changes_of(
+    staged: DataFrame, spec: MergeSpec, columns: list[str], cached: list[DataFrame]
+) -> RowChanges:
     kinds = {i: c.action for i, c in enumerate(spec.clauses)}
     producing = [i for i, c in enumerate(spec.clauses) if c.action != "delete"]
     replaced = [i for i, c in enumerate(spec.clauses) if c.match != "not_matched"]

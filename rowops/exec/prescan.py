@@ -7,8 +7,9 @@ touches (never the rows themselves); the planner uses it to prune target files a
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import reduce
 
 from pyiceberg.conversions import from_bytes
 from pyiceberg.partitioning import PartitionSpec
@@ -28,10 +29,19 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 @dataclass(frozen=True)
 class SourceKeys:
-    """Result of the pre-scan."""
+    """Result of the pre-scan.
+
+    ``rows_by_partition`` counts source rows per target partition and ``texts`` holds each such
+    partition's values as :func:`partition_value` computes them; both are None when the partition
+    is not a function of the keys. ``keys_unique``: no source key is NULL or repeated (None when
+    not checked), what an equality-delete write requires.
+    """
 
     rows: int
     ranges: KeyRanges
+    rows_by_partition: Mapping[tuple[object, ...], int] | None = None
+    texts: Mapping[tuple[object, ...], tuple[str | None, ...]] | None = None
+    keys_unique: bool | None = None
 
 
 def internal(value: object, iceberg_type: IcebergType) -> object:
@@ -56,8 +66,13 @@ def scan_source_keys(
     keys: Sequence[str],
     metadata: TableMetadata,
     target_partitions: Sequence[tuple[object, ...]],
+    check_unique: bool = False,
 ) -> SourceKeys:
-    """Ranges of the source keys per target partition (partition derived from the keys when possible)."""
+    """Ranges of the source keys per target partition (partition derived from the keys when possible).
+
+    Args:
+        check_unique: also count NULL and distinct keys, in the same job (for ``keys_unique``).
+    """
     schema, spec = metadata.schema(), metadata.spec()
     key_types = [schema.find_field(k).field_type for k in keys]
     derivable = all(schema.find_column_name(f.source_id) in keys for f in spec.fields)
@@ -67,14 +82,24 @@ def scan_source_keys(
     aggs = [F.count(F.lit(1)).alias("_rows")]
     for i, k in enumerate(keys):
         aggs += [F.min(F.col(f"`{k}`")).alias(f"_lo{i}"), F.max(F.col(f"`{k}`")).alias(f"_hi{i}")]
+    if check_unique:  # countDistinct skips tuples with a NULL: those are counted apart
+        any_null = reduce(lambda a, b: a | b, [F.col(f"`{k}`").isNull() for k in keys])
+        aggs += [
+            F.count(F.when(any_null, F.lit(1))).alias("_nulls"),
+            F.countDistinct(*[F.col(f"`{k}`") for k in keys]).alias("_distinct"),
+        ]
     grouped = source.select(*[F.col(f"`{k}`") for k in keys], *part_cols)
     result = (grouped.groupBy(*[f"_p{i}" for i in range(len(part_cols))]) if part_cols else grouped).agg(
         *aggs
     )
     by_partition: dict[tuple[object, ...], dict[str, Bounds]] = {}
-    rows = 0
+    counts: dict[tuple[object, ...], int] = {}
+    texts: dict[tuple[object, ...], tuple[str | None, ...]] = {}
+    rows = nulls = distinct = 0
     for row in result.collect():
         rows += int(row["_rows"])
+        if check_unique:  # the partition is a function of the key: distinct counts add up
+            nulls, distinct = nulls + int(row["_nulls"]), distinct + int(row["_distinct"])
         bounds: dict[str, Bounds] = {
             k: (internal(row[f"_lo{i}"], t), internal(row[f"_hi{i}"], t))
             if row[f"_lo{i}"] is not None
@@ -83,10 +108,14 @@ def scan_source_keys(
         }
         if derivable:
             part = _partition(row, spec, schema)
-            by_partition[part] = bounds
+            by_partition[part], counts[part] = bounds, int(row["_rows"])
+            texts[part] = tuple(row[f"_p{i}"] for i in range(len(part_cols)))
         else:
             by_partition = {p: bounds for p in target_partitions}
-    return SourceKeys(rows, KeyRanges(by_partition))
+    unique = (nulls == 0 and distinct == rows) if check_unique else None
+    if not derivable:
+        return SourceKeys(rows, KeyRanges(by_partition), keys_unique=unique)
+    return SourceKeys(rows, KeyRanges(by_partition), counts, texts, unique)
 
 
 def _partition(row: Row, spec: PartitionSpec, schema: Schema) -> tuple[object, ...]:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.oracles.java_reader import JavaIcebergReader
-from tests.spark.tables import LAYOUTS, Layout
+from tests.spark.tables import LAYOUTS, Layout, wide_rows
 
 STRATEGIES = ["copy-on-write", "position-delete", "equality-delete"]
 
@@ -31,3 +31,9 @@ def java() -> Iterator[JavaIcebergReader | None]:
         return
     with JavaIcebergReader() as reader:
         yield reader
+
+
+@pytest.fixture()
+def big(lake):  # type: ignore[no-untyped-def]
+    """A table in ``bucket(8, k)`` with wide-ish rows, so target bytes dwarf the source's."""
+    return lake.create_table("db.big", wide_rows(lake.spark), partition_by=["bucket(8, k)"], identifier=["k"])

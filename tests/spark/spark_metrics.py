@@ -22,11 +22,7 @@ def shuffle_bytes_written(spark: SparkSession) -> int:
 
 def _reads_under(scan, location: str) -> bool:  # type: ignore[no-untyped-def]
     """Whether a FileSourceScanExec reads files below ``location`` (Spark shows paths URL-encoded)."""
-    paths = scan.relation().location().rootPaths().iterator()
-    while paths.hasNext():
-        if unquote(paths.next().toUri().getPath()).startswith(location):
-            return True
-    return False
+    return any(unquote(p.toUri().getPath()).startswith(location) for p in _root_paths(scan))
 
 
 def exchanges_above_scans_of(df: DataFrame, location: str) -> list[str]:
@@ -55,22 +51,29 @@ def exchanges_above_scans_of(df: DataFrame, location: str) -> list[str]:
 
 
 def scans_of(df: DataFrame, location: str) -> int:
-    """How many file scans under ``location`` the physical plan has (to keep the check above honest)."""
+    """How many distinct file scans under ``location`` the physical plan has (a persisted DataFrame
+    used twice shows its scans twice; they are counted once, by the files they read)."""
     plan = df._jdf.queryExecution().executedPlan()
-    count = 0
+    scans: set[frozenset[str]] = set()
 
     def walk(node) -> None:  # type: ignore[no-untyped-def]
-        nonlocal count
         name = node.getClass().getSimpleName()
         if name == "AdaptiveSparkPlanExec":
             return walk(node.executedPlan())
         if name == "InMemoryTableScanExec":
             return walk(node.relation().cachedPlan())
         if name == "FileSourceScanExec" and _reads_under(node, location):
-            count += 1
+            scans.add(frozenset(str(p) for p in _root_paths(node)))
         children = node.children().iterator()
         while children.hasNext():
             walk(children.next())
 
     walk(plan)
-    return count
+    return len(scans)
+
+
+def _root_paths(scan) -> list[object]:  # type: ignore[no-untyped-def]
+    paths, it = [], scan.relation().location().rootPaths().iterator()
+    while it.hasNext():
+        paths.append(it.next())
+    return paths

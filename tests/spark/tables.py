@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 Row = tuple[Any, ...]
@@ -96,3 +97,26 @@ def fingerprint(lake_root: Path) -> dict[str, str]:
         for p in sorted(lake_root.rglob("*"))
         if p.is_file()
     }
+
+
+BIG_ROWS = 60_000
+
+
+def wide_rows(spark: SparkSession, rows: int = BIG_ROWS) -> DataFrame:
+    """Rows ``k, g, payload, payload2`` with wide hashes, so target bytes dwarf a narrow source's."""
+    return spark.range(rows).select(
+        F.col("id").alias("k"),
+        (F.col("id") % 100).alias("g"),
+        F.sha2(F.col("id").cast("string"), 256).alias("payload"),
+        F.sha2((F.col("id") + 1).cast("string"), 512).alias("payload2"),
+    )
+
+
+def wide_source(spark: SparkSession, step: int) -> DataFrame:
+    """Every ``step``-th key of the big table (and a few new ones above it) with narrow values."""
+    return spark.range(0, BIG_ROWS + 200, step).select(
+        F.col("id").alias("k"),
+        F.lit(1).cast("long").alias("g"),
+        F.lit("u").alias("payload"),
+        F.lit("v").alias("payload2"),
+    )

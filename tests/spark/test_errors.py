@@ -50,21 +50,36 @@ def test_cardinality_violation_names_keys_and_changes_nothing(lake, table, strat
     assert "(7,)" not in message
 
 
-def test_duplicate_source_keys_for_equality_deletes(lake, table) -> None:  # type: ignore[no-untyped-def]
-    source = frame(lake.spark, [make_row(5, 1), make_row(5, 2)])
+def _blind(table, strategy: str) -> str:  # type: ignore[no-untyped-def]
+    """``auto`` with read weight 0 picks equality deletes, checking keys from its pre-scan."""
+    if strategy == "auto":
+        table.set_properties(**{"rowops.read-weight": "0"})
+    return strategy
+
+
+@pytest.mark.parametrize("strategy", ["equality-delete", "auto"])
+def test_duplicate_source_keys_for_equality_deletes(lake, table, strategy) -> None:  # type: ignore[no-untyped-def]
+    source = frame(lake.spark, [make_row(5, 1), make_row(5, 2), make_row(6, 1)])
+    assert "strategy: equality-delete" in rowops.explain(
+        source, table, on=["k"], strategy=_blind(table, strategy)
+    )
     assert_unchanged(
         lake,
-        lambda: rowops.merge(source, table, on=["k"], strategy="equality-delete"),
+        lambda: rowops.merge(source, table, on=["k"], strategy=strategy),
         errors.DuplicateKeyError,
         "(5,)",
     )
 
 
-def test_null_keys_for_equality_deletes(lake, table) -> None:  # type: ignore[no-untyped-def]
-    source = frame(lake.spark, [(None, *make_row(5, 1)[1:])])
+@pytest.mark.parametrize("strategy", ["equality-delete", "auto"])
+def test_null_keys_for_equality_deletes(lake, table, strategy) -> None:  # type: ignore[no-untyped-def]
+    source = frame(lake.spark, [(None, *make_row(5, 1)[1:]), make_row(6, 1)])
+    assert "strategy: equality-delete" in rowops.explain(
+        source, table, on=["k"], strategy=_blind(table, strategy)
+    )
     assert_unchanged(
         lake,
-        lambda: rowops.merge(source, table, on=["k"], strategy="equality-delete"),
+        lambda: rowops.merge(source, table, on=["k"], strategy=strategy),
         errors.NullKeyError,
         "NULL",
     )

@@ -11,36 +11,14 @@ from rowops.exec.changes import matched_rows, merge_changes
 from rowops.exec.scan import scan
 from rowops.spec.operations import simple_merge_spec
 from tests.spark.spark_metrics import exchanges_above_scans_of, scans_of, shuffle_bytes_written
-from tests.spark.tables import frame, make_row
-
-ROWS = 60_000
-
-
-@pytest.fixture()
-def big(lake):  # type: ignore[no-untyped-def]
-    """A bucketed table with wide-ish rows, so target bytes dwarf the source's."""
-    df = lake.spark.range(ROWS).select(
-        F.col("id").alias("k"),
-        (F.col("id") % 100).alias("g"),
-        F.sha2(F.col("id").cast("string"), 256).alias("payload"),
-        F.sha2((F.col("id") + 1).cast("string"), 512).alias("payload2"),
-    )
-    return lake.create_table("db.big", df, partition_by=["bucket(8, k)"], identifier=["k"])
-
-
-def _source(spark, step: int):  # type: ignore[no-untyped-def]
-    return spark.range(0, ROWS + 200, step).select(
-        F.col("id").alias("k"),
-        F.lit(1).cast("long").alias("g"),
-        F.lit("u").alias("payload"),
-        F.lit("v").alias("payload2"),
-    )
+from tests.spark.tables import BIG_ROWS as ROWS
+from tests.spark.tables import frame, make_row, wide_source
 
 
 @pytest.mark.parametrize("strategy", ["position-delete", "copy-on-write"])
 def test_colocated_merge_never_shuffles_the_target(lake, big, strategy) -> None:  # type: ignore[no-untyped-def]
     spark = lake.spark
-    source = _source(spark, 97).cache()
+    source = wide_source(spark, 97).cache()
     source_rows = source.count()
     target_bytes = sum(f.size for f in big.files().data)
     before = shuffle_bytes_written(spark)
@@ -56,7 +34,7 @@ def test_colocated_merge_never_shuffles_the_target(lake, big, strategy) -> None:
 
 def test_shuffled_join_when_colocation_disabled(lake, big) -> None:  # type: ignore[no-untyped-def]
     big.set_properties(**{"rowops.colocated-join.enabled": "false"})
-    source = _source(lake.spark, 97)
+    source = wide_source(lake.spark, 97)
     text = rowops.explain(source, big, on=["k"], strategy="position-delete")
     assert "co-located join: no (disabled by table property" in text
     assert "== Spark physical plan ==" in text and "ShuffledHashJoin" in text
@@ -72,7 +50,7 @@ def test_shuffled_join_when_colocation_disabled(lake, big) -> None:  # type: ign
 
 
 def test_colocated_plan_has_no_exchange_on_target(lake, big) -> None:  # type: ignore[no-untyped-def]
-    source = _source(lake.spark, 97)
+    source = wide_source(lake.spark, 97)
     target = scan(lake.spark, big.schema, big.files(), row_ids=True)
     changes = merge_changes(target, source, simple_merge_spec(["k"]), big.schema.column_names, colocated=True)
     try:
@@ -149,7 +127,7 @@ def test_auto_follows_the_read_weight_and_pins(lake) -> None:  # type: ignore[no
 
 def test_bitmap_and_groupby_cardinality_checks_agree(lake, big) -> None:  # type: ignore[no-untyped-def]
     spark = lake.spark
-    source = _source(spark, 1000).union(_source(spark, 3000))  # keys 0, 3000, ... appear twice
+    source = wide_source(spark, 1000).union(wide_source(spark, 3000))  # keys 0, 3000, ... appear twice
     target = scan(spark, big.schema, big.files(), row_ids=True)
     changes = merge_changes(target, source, simple_merge_spec(["k"]), big.schema.column_names, colocated=True)
     try:
