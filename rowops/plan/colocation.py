@@ -21,6 +21,8 @@ files receives the source rows that can match them, and target rows never leave 
 ('partitioned', (((0,), (2,)), ((1,), (3,), (5,))), ((4,),))
 >>> plan_join(90, sizes, [(0,), (1,)], limit=100).kind
 'broadcast'
+>>> plan_join(460, sizes, [], limit=100).kind
+'shuffle'
 >>> plan_join(3 * 2**20, None, [(0,), (1,)], limit=2**20).reason
 'source ~3.0 MiB > 1 MiB and the partitioning is not derived from the join keys: shuffle join'
 """
@@ -114,6 +116,8 @@ def plan_join(
             "shuffle", f"{size} > {cap} and the partitioning is not derived from the join keys: shuffle join"
         )
     partitions = set(target_partitions)
+    if not partitions:
+        return JoinLayout("shuffle", f"{size} > {cap} and no target file can match: shuffle join")
     sizes = {p: by_partition.get(p, 0) for p in partitions}
     skewed = tuple(sorted((p for p in partitions if sizes[p] > limit), key=repr))
     slices = tuple(
