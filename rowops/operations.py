@@ -30,7 +30,7 @@ from rowops.exec.changes import (
 )
 from rowops.exec.prescan import SourceKeys, file_keys, scan_source_keys
 from rowops.exec.scan import POS_COL, file_uris, read_data_files, scan
-from rowops.exec.slicing import SLICE_COL, join_slices
+from rowops.exec.slicing import join_slices
 from rowops.exec.stats import in_memory_bytes
 from rowops.exec.strategies import WriteContext, Written
 from rowops.exec.summary import summarize
@@ -238,12 +238,12 @@ def row_changes(planned: Planned, spark: SparkSession, columns: list[str]) -> Ro
     spec, metadata = planned.spec, planned.loaded.metadata
     if isinstance(spec, MergeSpec) and planned.layout.kind == "partitioned":
         assert planned.source is not None and planned.source_keys and planned.source_keys.texts is not None
-        slices, sliced = join_slices(
+        slices, source, persisted = join_slices(
             spark, planned.files, planned.candidates, planned.layout, planned.source,
             planned.source_keys.texts, metadata,
         )  # fmt: skip
-        changes = merge_changes_sliced(slices, sliced.drop(SLICE_COL), spec, columns)
-        changes.cached.append(sliced)
+        changes = merge_changes_sliced(slices, source, spec, columns)
+        changes.cached.append(persisted)
         return changes
     target = scan(spark, metadata.schema(), planned.files, data_files=planned.candidates, row_ids=True)
     if isinstance(spec, MergeSpec):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import reduce
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
@@ -148,7 +149,7 @@ def _join_slices(
         source = (F.broadcast(source) if piece.broadcast else source.hint("shuffle_hash")).alias("s")
         target = piece.target.withColumn(_T_ROW, F.lit(True)).alias("t")
         parts.append(_staged(target.join(source, F.expr(spec.on), how), spec, columns, keep=keep))
-    matched_part = _union(parts).persist(StorageLevel.MEMORY_AND_DISK)
+    matched_part = reduce(DataFrame.unionByName, parts).persist(StorageLevel.MEMORY_AND_DISK)
     staged = matched_part.drop(*[c for c in matched_part.columns if c == _S_ID or c.startswith(_S_KEY)])
     cached = [matched_part]
     if spec.of("not_matched"):
@@ -158,13 +159,6 @@ def _join_slices(
         rest = rest.persist(StorageLevel.MEMORY_AND_DISK)
         staged, cached = staged.unionByName(rest), [*cached, rest]
     return staged, cached
-
-
-def _union(parts: list[DataFrame]) -> DataFrame:
-    result = parts[0]
-    for part in parts[1:]:
-        result = result.unionByName(part)
-    return result
 
 
 def merge_changes(

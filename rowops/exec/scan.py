@@ -135,14 +135,7 @@ def _delete_keys(
             for seq, paths in sorted(by_seq.items())
         ]
         required = [schema.find_field(n).required for n in names]
-        out.append((names, _union(parts), required))
-    return out
-
-
-def _union(parts: Sequence[DataFrame]) -> DataFrame:
-    out = parts[0]
-    for part in parts[1:]:
-        out = out.unionByName(part)
+        out.append((names, functools.reduce(DataFrame.unionByName, parts), required))
     return out
 
 
@@ -187,7 +180,7 @@ def _apply_equality_deletes(
         seqs = spark.createDataFrame([(uris[f.path], f.seq) for f in rest], f"{FILE_COL} string, {_SEQ} long")
         rows = read_data_files(spark, schema, rest).join(F.broadcast(seqs), FILE_COL)
         parts.append(_drop_deleted(rows, keys, by_sequence_number=True).drop(_SEQ))
-    return _union(parts)
+    return functools.reduce(DataFrame.unionByName, parts)
 
 
 def scan(

@@ -73,11 +73,11 @@ def join_slices(
     source: DataFrame,
     texts: Mapping[Partition, tuple[str | None, ...]],
     metadata: TableMetadata,
-) -> tuple[list[JoinSlice], DataFrame]:
+) -> tuple[list[JoinSlice], DataFrame, DataFrame]:
     """The join slices of a ``partitioned`` layout and the persisted, sliced source they filter.
 
     Returns:
-        The slices, and the persisted source (with the slice column; release it after use).
+        The slices; every source row (read from the cache); the persisted DataFrame to release.
     """
     schema = metadata.schema()
     values = [partition_value(f, schema) for f in metadata.spec().fields]
@@ -93,4 +93,4 @@ def join_slices(
         target = scan(spark, schema, files, data_files=mine, row_ids=True)
         rows = tagged.filter(F.col(SLICE_COL) == i).drop(SLICE_COL)
         slices.append(JoinSlice(target, rows, broadcast))
-    return slices, tagged
+    return slices, tagged.drop(SLICE_COL), tagged
