@@ -12,7 +12,9 @@ on the nullable string ``s`` keep the identifier ``["k"]``; a fifth partitions b
 with identifier ``["k", "s"]``, ``s`` then being a non-NULL function of ``k`` (so keys stay unique
 and ``s`` is never assigned). Merges join on the identifier. Equality deletes are drawn only for
 the two key-based merges, on layouts whose partition columns are all keys (not identity on ``s``
-alone). Strategies: mostly the three encodings, sometimes ``hybrid`` and ``auto``.
+alone). Strategies: mostly the three encodings, sometimes ``hybrid`` and ``auto``. A drawn broadcast
+limit (``rowops.colocated-join.max-bytes``) makes some merges run as a sliced co-located join, with
+skewed partitions shuffled.
 """
 
 from __future__ import annotations
@@ -147,11 +149,12 @@ class Scenario:
     layout: str
     rows: tuple[Row, ...]
     ops: tuple[Op, ...]
+    broadcast_limit: int | None = None  # rowops.colocated-join.max-bytes: small ones slice the join
 
     def __repr__(self) -> str:
         layout = LAYOUTS[self.layout]
         head = f"Scenario(layout={self.layout!r}, partition_by={list(layout.partition_by)!r}, "
-        head += f"identifier={list(layout.keys)!r},"
+        head += f"identifier={list(layout.keys)!r}, broadcast_limit={self.broadcast_limit!r},"
         ops = "".join(f"\n    {op!r}," for op in self.ops)
         return f"{head}\n  rows={list(self.rows)!r},\n  ops=[{ops}\n  ])"
 
@@ -161,6 +164,9 @@ class Scenario:
 
 
 VALUES = st.one_of(st.none(), st.integers(-3, 12))
+# A source row is ~36 bytes to the planner: 40 broadcasts one-row partitions and shuffles the rest
+# (source-side skew), 80 and 150 pack a few rows per slice, None broadcasts sources this small whole.
+BROADCAST_LIMITS = st.sampled_from([None, 40, 80, 150])
 TEXTS = st.one_of(st.none(), st.sampled_from(STRINGS))
 
 
@@ -202,7 +208,7 @@ def scenarios(
         else:
             op = Op(kind, draw(st.sampled_from(SCANNING)), where=draw(st.sampled_from(PREDICATES)))
         ops.append(op)
-    return Scenario(name, rows, tuple(ops))
+    return Scenario(name, rows, tuple(ops), draw(BROADCAST_LIMITS))
 
 
 class DuckDBOracle:
@@ -310,6 +316,13 @@ def _event(text: str) -> None:
         event(text)
 
 
+def _join_of(explain: str) -> str:
+    """How the MERGE joined, from the explain text (for Hypothesis statistics)."""
+    if "broadcast slices" in explain:
+        return "sliced+shuffled" if "joined by a shuffle" in explain else "sliced"
+    return "broadcast" if "co-located join: yes" in explain else "other"
+
+
 def check_scenario(spark: SparkSession, scenario: Scenario, java: JavaIcebergReader | None) -> None:
     _event(f"layout={scenario.layout}")
     oracle = DuckDBOracle(scenario.rows)
@@ -322,10 +335,13 @@ def check_scenario(spark: SparkSession, scenario: Scenario, java: JavaIcebergRea
                 partition_by=list(LAYOUTS[scenario.layout].partition_by),
                 identifier=list(LAYOUTS[scenario.layout].keys),
             )
+            if scenario.broadcast_limit is not None:
+                table.set_properties(**{"rowops.colocated-join.max-bytes": str(scenario.broadcast_limit)})
             for i, op in enumerate(scenario.ops):
                 expected_counts = oracle.apply(op)
                 result = run_rowops(spark, table, op)
                 _event(f"op={op.kind}/{op.strategy}->{result.strategy}")
+                _event(f"join={_join_of(result.explain)}")
                 _note(f"op {i}: {op!r} -> {result!r}")
                 assert result.strategy in REPORTED[op.strategy], f"op {i} {op!r} ran as {result.strategy}"
                 assert result.snapshot_id == table.current_snapshot_id
