@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from tpcds.bench_common import (
     COLOCATED_PROPERTY,
-    MAIN_SEED,
     BenchConfig,
     Recorder,
     job_count,
@@ -22,7 +21,7 @@ from tpcds.bench_common import (
     log,
     op_watchdog,
 )
-from tpcds.bench_rowops import ensure_rowops_table, result_fields, rowops_session, rowops_warmup
+from tpcds.bench_rowops import open_bench_table, result_fields, rowops_warmup
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -228,10 +227,7 @@ def worker_profile(cfg: BenchConfig, rec: Recorder) -> None:
     from tpcds.batches import KEY_COLUMNS
 
     tag = "profile"
-    spark = rowops_session(cfg, "bench-profile")
-    lake = rowops.Lakehouse(cfg.lake_dir, spark=spark)
-    table, base = ensure_rowops_table(lake, cfg, rec, tag)
-    batch = spark.read.parquet(str(cfg.batch_dir(MAIN_SEED)))
+    spark, table, base, batch = open_bench_table(cfg, rec, tag, "bench-profile")
     rowops_warmup(spark, table, base, batch, cfg, rec, tag)
     profiles = {}
     for strategy, colocated in PROFILE_RUNS:

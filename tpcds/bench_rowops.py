@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tpcds.bench_common import (
-    COLOCATED_PROPERTY,
     JOIN_MODES,
     MAIN_SEED,
     READ_WEIGHT_PROPERTY,
@@ -50,6 +49,17 @@ def rowops_session(cfg: BenchConfig, app: str) -> SparkSession:
     return build_session(spark_conf(cfg, app))
 
 
+def open_bench_table(
+    cfg: BenchConfig, rec: Recorder, tag: str, app: str
+) -> tuple[SparkSession, Table, int, DataFrame]:
+    """A session named ``app``, the benchmark table at its base snapshot (and its id), the main batch."""
+    import rowops
+
+    spark = rowops_session(cfg, app)
+    table, base = ensure_rowops_table(rowops.Lakehouse(cfg.lake_dir, spark=spark), cfg, rec, tag)
+    return spark, table, base, spark.read.parquet(str(cfg.batch_dir(MAIN_SEED)))
+
+
 def ensure_rowops_table(lake: Lakehouse, cfg: BenchConfig, rec: Recorder, tag: str) -> tuple[Table, int]:
     """Open ``db.store_sales`` (rolled back to its first snapshot) or create it from the source Parquet.
 
@@ -60,7 +70,7 @@ def ensure_rowops_table(lake: Lakehouse, cfg: BenchConfig, rec: Recorder, tag: s
     if TABLE in lake.catalog.log.latest().tables:
         table = lake.table(TABLE)
         base = int(table.snapshots()[0]["snapshot_id"])  # type: ignore[call-overload]
-        table.set_properties(**{COLOCATED_PROPERTY: "true"})
+        table.set_properties(**JOIN_MODES["on"])  # a run stopped mid-way may have left another mode
         table.rollback_to(base)
         log(tag, f"opened {TABLE} at base snapshot {base}")
         return table, base
@@ -203,13 +213,9 @@ def rowops_warmup(
 def worker_rowops_writes(cfg: BenchConfig, rec: Recorder) -> None:
     """Every rowops strategy x co-located join on/off (and sliced for the joining strategies), ``runs``
     times round-robin, read after each."""
-    import rowops
 
     tag = "rowops"
-    spark = rowops_session(cfg, "bench-rowops")
-    lake = rowops.Lakehouse(cfg.lake_dir, spark=spark)
-    table, base = ensure_rowops_table(lake, cfg, rec, tag)
-    batch = spark.read.parquet(str(cfg.batch_dir(MAIN_SEED)))
+    spark, table, base, batch = open_bench_table(cfg, rec, tag, "bench-rowops")
     rec.set("batch_rows", batch.count())
     rec.set("base_snapshot", base)
     rec.set("spark_conf", spark_conf(cfg, "bench-rowops"))
@@ -236,14 +242,11 @@ def worker_rowops_writes(cfg: BenchConfig, rec: Recorder) -> None:
 
 def worker_rowops_degradation(cfg: BenchConfig, rec: Recorder) -> None:
     """Consecutive upserts (batch seeds 1..N) per strategy; the read query before and after each."""
-    import rowops
 
     tag = "rowops-degr"
-    spark = rowops_session(cfg, "bench-rowops-degradation")
-    lake = rowops.Lakehouse(cfg.lake_dir, spark=spark)
-    table, base = ensure_rowops_table(lake, cfg, rec, tag)
+    spark, table, base, main_batch = open_bench_table(cfg, rec, tag, "bench-rowops-degradation")
     batches = {seed: spark.read.parquet(str(cfg.batch_dir(seed))) for seed in cfg.degradation_seeds}
-    rowops_warmup(spark, table, base, spark.read.parquet(str(cfg.batch_dir(MAIN_SEED))), cfg, rec, tag)
+    rowops_warmup(spark, table, base, main_batch, cfg, rec, tag)
     series: dict[str, Any] = {}
     for series_name in cfg.degradation_strategies:
         strategy, read_weight = parse_series(series_name)
@@ -296,7 +299,6 @@ def bitmap_without_limit(matched: DataFrame) -> list[tuple[str, int]]:
 
 def worker_cardinality(cfg: BenchConfig, rec: Recorder) -> None:
     """The bitmap cardinality check vs the group-by check on the matched rows of the main upsert."""
-    import rowops
     from rowops.exec.cardinality import repeated_matches_bitmap, repeated_matches_groupby
     from rowops.exec.changes import matched_rows, merge_changes
     from rowops.exec.scan import scan
@@ -304,10 +306,7 @@ def worker_cardinality(cfg: BenchConfig, rec: Recorder) -> None:
     from tpcds.batches import KEY_COLUMNS
 
     tag = "cardinality"
-    spark = rowops_session(cfg, "bench-cardinality")
-    lake = rowops.Lakehouse(cfg.lake_dir, spark=spark)
-    table, _base = ensure_rowops_table(lake, cfg, rec, tag)
-    batch = spark.read.parquet(str(cfg.batch_dir(MAIN_SEED)))
+    spark, table, _base, batch = open_bench_table(cfg, rec, tag, "bench-cardinality")
     spec = simple_merge_spec(list(KEY_COLUMNS))
     schema = table.schema
     target = scan(spark, schema, table.files(), row_ids=True)
