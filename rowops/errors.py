@@ -7,6 +7,9 @@ Every error rowops raises on purpose derives from :class:`RowOpsError`. Messages
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from enum import Enum
+
+_KEEP_FILES = "_rowops_keep_files"
 
 
 class RowOpsError(Exception):
@@ -119,10 +122,28 @@ class UnsupportedStrategyError(RowOpsError):
     help = "Use strategy='auto', 'copy-on-write' or 'position-delete'."
 
 
+class ConflictKind(Enum):
+    """Why a concurrent commit conflicts with this one (delta-rs style), for programs to branch on."""
+
+    CONCURRENT_APPEND = "concurrent-append"
+    """New data files landed where this operation read (serializable isolation)."""
+    CONCURRENT_DELETE_READ = "concurrent-delete-read"
+    """Rows this operation read or rewrites were deleted (new delete files apply to them)."""
+    DELETE_DELETE = "delete-delete"
+    """Data files this operation rewrites or deletes from were removed concurrently."""
+    METADATA_CHANGED = "metadata-changed"
+    """The table changed in a way this operation cannot rebase over (e.g. rollback on a moved table)."""
+    TABLE_DROPPED = "table-dropped"
+    """The table was dropped (or dropped and recreated) concurrently."""
+    TOO_MANY_ATTEMPTS = "too-many-attempts"
+    """Lost the race for the next lake version too often."""
+
+
 class CommitConflictError(RowOpsError):
-    """A concurrent commit conflicts with this operation; nothing was committed.
+    """A concurrent commit conflicts with this operation; nothing of it was committed.
 
     Attributes:
+        kind: what kind of conflict (:class:`ConflictKind`).
         retry_safe: True when nothing of this operation landed, so running it again is safe.
         conflicting_snapshot_id: the concurrent snapshot that caused the conflict, if known.
         conflicting_files: files of that snapshot that collide with this operation.
@@ -133,21 +154,46 @@ class CommitConflictError(RowOpsError):
     def __init__(
         self,
         message: str,
+        kind: ConflictKind = ConflictKind.CONCURRENT_DELETE_READ,
         conflicting_snapshot_id: int | None = None,
         conflicting_files: Sequence[str] = (),
         retry_safe: bool = True,
         help: str | None = None,
     ) -> None:
+        self.kind = kind
         self.conflicting_snapshot_id = conflicting_snapshot_id
         self.conflicting_files = list(conflicting_files)
         self.retry_safe = retry_safe
-        super().__init__(message, help)
+        super().__init__(f"[{kind.value}] {message}", help)
 
 
 class CommitStateUnknownError(RowOpsError):
-    """The commit outcome is unknown (e.g. storage failed after the write); do not clean up."""
+    """The commit may or may not have landed (storage failed while or after committing).
 
-    help = "Reload the table and check its current snapshot before retrying."
+    rowops leaves every file of the attempt in place: a version that did land references them.
+    """
+
+    help = (
+        "Do not retry blindly: reload the table (lake.table(name).snapshots()) and check whether the "
+        "operation's snapshot is there before running it again; lake files left behind by an attempt that "
+        "did not land are harmless."
+    )
+
+
+def keep_files(exc: BaseException) -> BaseException:
+    """Mark ``exc`` as raised after a commit was attempted: its files must not be cleaned up.
+
+    Like Iceberg's distinction between cleanable failures and ``CommitStateUnknownException``: any
+    exception (even ``KeyboardInterrupt``) that passes a commit attempt whose outcome is not known to
+    be a loss carries this mark, and staging cleanup honours it.
+    """
+    setattr(exc, _KEEP_FILES, True)
+    return exc
+
+
+def is_cleanable(exc: BaseException) -> bool:
+    """Whether the files written by the failed operation may be deleted (no commit may reference them)."""
+    return not getattr(exc, _KEEP_FILES, False)
 
 
 class CorruptLakeError(RowOpsError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -9,9 +10,10 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from rowops.catalog.storage import sync_files
 from rowops.catalog.tables import TableCatalog, new_snapshot_id
 from rowops.commit.row_delta import apply
-from rowops.errors import InvalidInputError, TableAlreadyExistsError
+from rowops.errors import InvalidInputError, TableAlreadyExistsError, is_cleanable
 from rowops.exec.session import configure, create_session
 from rowops.exec.types import to_iceberg_schema
 from rowops.exec.write import staging
@@ -20,6 +22,7 @@ from rowops.meta.tables import new_metadata
 from rowops.operations import append_delta, spark_errors
 from rowops.spec.identifiers import TableIdentifier, parse_namespace
 from rowops.spec.partitioning import parse_partition_by
+from rowops.spec.properties import validate_properties
 from rowops.spec.sorting import parse_sort_by
 from rowops.table import Table
 
@@ -94,6 +97,7 @@ class Lakehouse:
         struct = data.schema if isinstance(data, DataFrame) else data
         if not isinstance(struct, T.StructType):
             raise InvalidInputError("create_table needs a DataFrame or a StructType as data")
+        validate_properties(properties or {})
         fields = parse_partition_by(list(partition_by or ()))
         metadata = new_metadata(
             to_iceberg_schema(struct),
@@ -104,13 +108,23 @@ class Lakehouse:
             parse_sort_by(list(sort_by or ())),
         )
         if isinstance(data, DataFrame):
-            metadata = self._with_first_snapshot(data, metadata)
-        self.catalog.create(ident, metadata)
+            self._create_with_rows(ident, data, metadata)
+        else:
+            self.catalog.create(ident, metadata)
         return Table(self, ident)
 
-    def _with_first_snapshot(self, df: DataFrame, metadata: TableMetadata) -> TableMetadata:
+    def _create_with_rows(self, ident: TableIdentifier, df: DataFrame, metadata: TableMetadata) -> None:
+        """Write the rows, then commit the table with them as its first snapshot."""
         _ = self.spark  # make sure the session is configured before writing
         with staging(metadata.location) as stage, spark_errors("create_table"):
             delta = append_delta(df, metadata, stage)
-            new, _paths = apply(delta, metadata, _NO_FILES, self.catalog.io, new_snapshot_id())
-            return new
+            first, manifests = apply(delta, metadata, _NO_FILES, self.catalog.io, new_snapshot_id())
+            try:
+                sync_files([*(f.file_path for f in delta.added_data), *manifests])
+                self.catalog.create(ident, first, listener=stage)
+            except BaseException as exc:
+                if is_cleanable(exc):
+                    for path in manifests:
+                        with contextlib.suppress(Exception):
+                            self.catalog.io.delete(path)
+                raise

@@ -18,6 +18,7 @@ from pyiceberg.table.snapshots import Operation
 from pyspark.errors import AnalysisException, PythonException
 
 from rowops.catalog.tables import LoadedTable
+from rowops.commit.read_set import ReadSet
 from rowops.commit.row_delta import RowDelta
 from rowops.errors import CardinalityViolationError, InvalidExpressionError, NoSuchColumnError, NullKeyError
 from rowops.exec import strategies
@@ -45,6 +46,7 @@ from rowops.plan.explain import FileGroup, PlanReport, format_report
 from rowops.plan.pruning import prune_files
 from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, HYBRID, Decision, TableFacts, choose_strategy
 from rowops.spec.operations import MergeSpec, OperationSpec, UpdateSpec
+from rowops.spec.properties import isolation_level
 from rowops.spec.results import OperationResult
 
 if TYPE_CHECKING:
@@ -167,6 +169,7 @@ def _estimate(
 def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str) -> Planned:
     """Pre-scan the source keys, prune target files, choose the encoding and the join."""
     loaded = table.load()
+    isolation_level(loaded.metadata.properties)  # an unknown level fails before any work
     files = live_files(loaded.metadata, table.lake.catalog.io)
     facts = table_facts(loaded, files)
     _validate(spec, source, loaded)
@@ -341,7 +344,7 @@ def execute(planned: Planned) -> OperationResult:
         ctx = WriteContext(planned.table.lake.spark, planned.files, metadata, stage)
         written, counts = _encode(planned, ctx)
         delta = _delta(written, planned)
-        committed = _commit(planned.table, planned.loaded, planned.files, delta)
+        committed = _commit(planned.table, planned.loaded, planned.files, delta, stage)
         if committed is None:
             stage.discard()
     groups = _groups(written, planned.files)
@@ -406,7 +409,6 @@ def _delta(written: Written, planned: Planned) -> RowDelta:
         operation = Operation.OVERWRITE if added_data else Operation.DELETE
     else:
         operation = Operation.APPEND
-    read = {(f.spec_id, f.partition) for f in planned.candidates}
     return RowDelta(
         operation=operation,
         added_data=tuple(added_data),
@@ -416,18 +418,36 @@ def _delta(written: Written, planned: Planned) -> RowDelta:
             written.removed_deletes | planned.files.dangling_equality_deletes(written.removed_data)
         ),
         referenced_data=frozenset(written.referenced_data),
-        read_partitions=frozenset(read) if len(planned.candidates) < len(planned.files.data) else None,
-        serializable=_property(planned.loaded, "rowops.isolation-level", "serializable") == "serializable",
+        read_set=_read_set(planned),
+        serializable=isolation_level(metadata.properties) == "serializable",
         blind=planned.decision.strategy == EQUALITY_DELETE,
         extra_summary={"rowops.strategy": planned.decision.strategy},
     )
 
 
-def _commit(table: Table, loaded: LoadedTable, files: TableFiles, delta: RowDelta) -> LoadedTable | None:
+def _read_set(planned: Planned) -> ReadSet:
+    """What the operation's outcome depended on (serializable validation; ``commit/read_set.py``).
+
+    A MERGE on keys read the rows whose keys fall in the source's key ranges, in the partitions its
+    keys fall into (pruned files and partitions without files included); anything else read the table.
+    """
+    spec, keyed = planned.spec, planned.source_keys
+    if not isinstance(spec, MergeSpec) or keyed is None or spec.on_columns is None:
+        return ReadSet.everything()
+    if spec.of("not_matched_by_source"):
+        return ReadSet.everything()
+    spec_id = planned.loaded.metadata.spec().spec_id
+    follows_key = keyed.rows_by_partition is not None
+    return ReadSet.of_keys(tuple(spec.on_columns), keyed.ranges.by_partition, spec_id, follows_key)
+
+
+def _commit(
+    table: Table, loaded: LoadedTable, files: TableFiles, delta: RowDelta, stage: Staging
+) -> LoadedTable | None:
     """Commit unless the delta changes nothing (then no snapshot is made)."""
     if not (delta.added_data or delta.added_deletes or delta.removed_data or delta.removed_deletes):
         return None
-    return table.lake.catalog.commit_delta(loaded, files, delta)
+    return table.lake.catalog.commit_delta(loaded, files, delta, listener=stage)
 
 
 def append_delta(df: DataFrame, metadata: TableMetadata, stage: Staging) -> RowDelta:
@@ -447,7 +467,7 @@ def append(table: Table, df: DataFrame) -> OperationResult:
     files = live_files(loaded.metadata, table.lake.catalog.io)
     with staging(loaded.metadata.location) as stage, spark_errors("append"):
         delta = append_delta(df, loaded.metadata, stage)
-        committed = _commit(table, loaded, files, delta)
+        committed = _commit(table, loaded, files, delta, stage)
     snapshot = committed.metadata.current_snapshot_id if committed else loaded.metadata.current_snapshot_id
     rows = sum(f.record_count for f in delta.added_data)
     added = len(delta.added_data)

@@ -22,6 +22,7 @@ from rowops.spec.operations import (
     key_condition,
     normalize_assignments,
 )
+from rowops.spec.properties import validate_properties
 from rowops.spec.results import OperationResult
 
 if TYPE_CHECKING:
@@ -124,10 +125,16 @@ class Table:
 
         Pass keys with dots as ``set_properties(**{"rowops.read-weight": "3"})``.
         """
-        self.lake.catalog.set_properties(self.load(), {k: str(v) for k, v in properties.items()})
+        values = {k: str(v) for k, v in properties.items()}
+        validate_properties(values)
+        self.lake.catalog.set_properties(self.load(), values)
 
     def rollback_to(self, snapshot_id: int) -> None:
-        """Make ``snapshot_id`` the current snapshot again (a new lake version; history is kept)."""
+        """Make ``snapshot_id`` the current snapshot again (a new lake version; history is kept).
+
+        Raises:
+            CommitConflictError: the table changed while rolling back (nothing is changed then).
+        """
         loaded = self.load()
         if loaded.metadata.snapshot_by_id(snapshot_id) is None:
             raise InvalidInputError(f"Table {self.name} has no snapshot {snapshot_id}")

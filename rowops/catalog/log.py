@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rowops.catalog.storage import AlreadyExists, put_if_absent, write_hint
-from rowops.errors import CorruptLakeError
+from rowops.catalog.storage import AlreadyExists, OutcomeUnknown, put_if_absent, write_hint
+from rowops.errors import CommitStateUnknownError, CorruptLakeError
 
 FORMAT = "rowops-lake/1"
 
@@ -116,12 +116,36 @@ class LakeLog:
     def commit(
         self, base: LakeVersion, tables: dict[str, TableEntry], transaction: dict[str, Any]
     ) -> LakeVersion:
-        """Commit the next version after ``base``; raise :class:`VersionTaken` if it exists."""
+        """Commit the next version after ``base``.
+
+        ``transaction["id"]`` identifies the writer: when the version exists already and carries this
+        id, it is this writer's own (a retried link reported as a conflict) and counts as committed.
+
+        Raises:
+            VersionTaken: another writer committed this version (this attempt certainly lost).
+            CommitStateUnknownError: storage failed during or after the put; the version may exist.
+        """
         new = LakeVersion(base.version + 1, tables, int(time.time() * 1000), transaction)
         try:
             put_if_absent(self._path(new.version), new.to_bytes())
         except AlreadyExists:
-            raise VersionTaken(new.version) from None
+            existing = self._read_after_conflict(new.version)
+            if existing.transaction.get("id") != transaction.get("id"):
+                raise VersionTaken(new.version) from None
+            new = existing
+        except OutcomeUnknown as exc:
+            raise CommitStateUnknownError(
+                f"The commit of lake version {new.version} (transaction {transaction.get('id')}) may or may "
+                f"not have landed: {exc}"
+            ) from exc
         with contextlib.suppress(OSError):  # the hint is only an optimization; the version is committed
             write_hint(self.dir / "_latest", str(new.version).encode())
         return new
+
+    def _read_after_conflict(self, version: int) -> LakeVersion:
+        try:
+            return self.read(version)
+        except (OSError, CorruptLakeError) as exc:
+            raise CommitStateUnknownError(
+                f"Lake version {version} exists but cannot be read to tell whose it is: {exc}"
+            ) from exc

@@ -4,14 +4,22 @@ A table commit writes a new Iceberg ``metadata.json`` (never visible to anyone u
 points at it), then commits the next lake version with put-if-absent. When another writer took that
 version first, the commit is retried on the newer version: unchanged table → just retry; changed
 table → validate with Iceberg's rules and re-apply the delta, or raise ``CommitConflictError``.
+
+The states of a commit decide what a failure may clean up (``_Attempts``)::
+
+    staged ──► attempted ──► committed        remove only files of lost attempts
+                   │   └──► unknown           remove nothing of this attempt (CommitStateUnknownError)
+                   └──► lost ──► (rebase) staged ...   that attempt's metadata files are garbage
 """
 
 from __future__ import annotations
 
+import contextlib
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
@@ -21,13 +29,41 @@ from pyiceberg.table.update import SetPropertiesUpdate, update_table_metadata
 
 from rowops import faults
 from rowops.catalog.log import LakeLog, LakeVersion, TableEntry, VersionTaken
+from rowops.catalog.storage import sync_files
 from rowops.commit.row_delta import RowDelta, apply, find_conflict, main_branch_update
-from rowops.errors import CommitConflictError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
+from rowops.errors import (
+    CommitConflictError,
+    ConflictKind,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+    keep_files,
+)
 from rowops.meta.files import TableFiles, live_files
 from rowops.spec.identifiers import TableIdentifier
 
 MAX_COMMIT_ATTEMPTS = 100
 Producer = Callable[["LoadedTable"], tuple[TableMetadata, list[str]]]
+
+
+class CommitListener(Protocol):
+    """Told when a commit attempt starts referencing the caller's files and when it is known lost.
+
+    ``exec.write.Staging`` implements it: its data files are never discarded while a lake version that
+    references them may exist.
+    """
+
+    def attempting(self) -> None: ...
+
+    def lost(self) -> None: ...
+
+
+class _NoListener:
+    def attempting(self) -> None:
+        pass
+
+    def lost(self) -> None:
+        pass
 
 
 @dataclass(frozen=True)
@@ -76,25 +112,37 @@ class TableCatalog:
         return found
 
     # -- writing -----------------------------------------------------------------------------
-    def write_metadata(self, metadata: TableMetadata) -> str:
+    def metadata_path(self, metadata: TableMetadata) -> str:
         number = len(metadata.metadata_log) + 1
-        path = f"{metadata.location}/metadata/{number:05d}-{uuid.uuid4()}.metadata.json"
+        return f"{metadata.location}/metadata/{number:05d}-{uuid.uuid4()}.metadata.json"
+
+    def write_metadata(self, metadata: TableMetadata, path: str | None = None) -> str:
+        path = path or self.metadata_path(metadata)
         ToOutputFile.table_metadata(metadata, self.io.new_output(path))
         return path
 
-    def create(self, ident: TableIdentifier, metadata: TableMetadata) -> LoadedTable:
-        location = self.write_metadata(metadata)
-        entry = TableEntry(location, str(metadata.table_uuid))
+    def create(
+        self, ident: TableIdentifier, metadata: TableMetadata, listener: CommitListener | None = None
+    ) -> LoadedTable:
+        """Commit a new table; its metadata file is removed again unless a version may reference it."""
+        entry_uuid = str(metadata.table_uuid)
         txn = {"id": str(uuid.uuid4()), "commits": [{"table": str(ident), "operation": "create"}]}
-        while True:
-            latest = self.log.latest()
-            if str(ident) in latest.tables:
-                raise TableAlreadyExistsError(f"Table {ident} already exists in lakehouse {self.root}")
-            try:
-                version = self.log.commit(latest, {**latest.tables, str(ident): entry}, txn)
-                return LoadedTable(ident, version.version, location, metadata)
-            except VersionTaken:
-                continue
+        attempts = _Attempts(self.io, listener)
+        try:
+            location = attempts.stage(self.metadata_path(metadata))
+            self.write_metadata(metadata, location)
+            sync_files([location])
+            while True:
+                latest = self.log.latest()
+                if str(ident) in latest.tables:
+                    raise TableAlreadyExistsError(f"Table {ident} already exists in lakehouse {self.root}")
+                tables = {**latest.tables, str(ident): TableEntry(location, entry_uuid)}
+                version = attempts.commit(self.log, latest, tables, txn)
+                if version is not None:
+                    return LoadedTable(ident, version.version, location, metadata)
+        except BaseException as exc:
+            attempts.fail(exc)
+            raise
 
     def drop(self, ident: TableIdentifier) -> None:
         txn = {"id": str(uuid.uuid4()), "commits": [{"table": str(ident), "operation": "drop"}]}
@@ -110,10 +158,21 @@ class TableCatalog:
                 continue
 
     def commit_delta(
-        self, base: LoadedTable, base_files: TableFiles, delta: RowDelta, snapshot_id: int | None = None
+        self,
+        base: LoadedTable,
+        base_files: TableFiles,
+        delta: RowDelta,
+        snapshot_id: int | None = None,
+        listener: CommitListener | None = None,
     ) -> LoadedTable:
-        """Commit ``delta`` read at ``base``; rebase on concurrent commits when Iceberg's rules allow."""
+        """Commit ``delta`` read at ``base``; rebase on concurrent commits when Iceberg's rules allow.
+
+        Args:
+            listener: told when an attempt starts referencing the delta's files (see
+                :class:`CommitListener`).
+        """
         snapshot_id = snapshot_id or new_snapshot_id()
+        sync_files(f.file_path for f in (*delta.added_data, *delta.added_deletes))
 
         def produce(cur: LoadedTable) -> tuple[TableMetadata, list[str]]:
             cur_files = base_files
@@ -123,13 +182,26 @@ class TableCatalog:
             return apply(delta, cur.metadata, cur_files, self.io, snapshot_id, cur.metadata_location)
 
         info = {"operation": delta.operation.value, "snapshot-id": snapshot_id}
-        return self._swap(base, produce, info)
+        return self._swap(base, produce, info, listener)
 
     def set_current_snapshot(self, base: LoadedTable, snapshot_id: int) -> LoadedTable:
-        """Point the table's main branch at an existing snapshot (rollback / restore)."""
+        """Point the table's main branch at an existing snapshot (rollback / restore).
+
+        The choice was made looking at ``base``: if the table changed since, committing would silently
+        discard what landed in between, so that is a conflict.
+        """
         update = main_branch_update(snapshot_id)
 
         def produce(cur: LoadedTable) -> tuple[TableMetadata, list[str]]:
+            if cur.metadata_location != base.metadata_location:
+                raise CommitConflictError(
+                    f"Table {base.identifier} changed while rolling back to snapshot {snapshot_id}; "
+                    "the rollback would discard the commits that landed in between",
+                    kind=ConflictKind.METADATA_CHANGED,
+                    conflicting_snapshot_id=cur.metadata.current_snapshot_id,
+                    help="Nothing was changed. Check table.snapshots() and call rollback_to again if the "
+                    "rollback is still wanted.",
+                )
             return update_table_metadata(cur.metadata, (update,), metadata_location=cur.metadata_location), []
 
         return self._swap(base, produce, {"operation": "set-current-snapshot", "snapshot-id": snapshot_id})
@@ -144,60 +216,136 @@ class TableCatalog:
         return self._swap(base, produce, {"operation": "set-properties"})
 
     # -- internals ---------------------------------------------------------------------------
-    def _swap(self, base: LoadedTable, produce: Producer, info: Mapping[str, object]) -> LoadedTable:
+    def _swap(
+        self,
+        base: LoadedTable,
+        produce: Producer,
+        info: Mapping[str, object],
+        listener: CommitListener | None = None,
+    ) -> LoadedTable:
         """Commit metadata produced on the newest table state; the optimistic retry loop."""
         key = str(base.identifier)
-        current, latest = base, self.log.read(base.lake_version)
-        written: list[str] = []
+        txn_id = str(uuid.uuid4())
+        latest, prepared_on = self.log.read(base.lake_version), None
+        metadata, location = base.metadata, base.metadata_location
+        attempts = _Attempts(self.io, listener)
         try:
-            metadata, files = produce(current)
-            written += files
-            location = self.write_metadata(metadata)
-            written.append(location)
             for _ in range(MAX_COMMIT_ATTEMPTS):
-                entry = latest.tables.get(key)
-                if entry is None:
-                    raise CommitConflictError(
-                        f"Table {key} was dropped concurrently",
-                        retry_safe=False,
-                        help="Recreate the table before writing to it.",
-                    )
-                if entry.metadata_location != current.metadata_location:
-                    current = LoadedTable(
-                        base.identifier,
-                        latest.version,
-                        entry.metadata_location,
-                        self.read_metadata(entry.metadata_location),
-                    )
+                entry = _entry_of(latest, base)
+                if entry.metadata_location != prepared_on:  # (re)build on the table state of `latest`
+                    current = self._loaded_at(base, latest, entry)
                     metadata, files = produce(current)
-                    written += files
-                    location = self.write_metadata(metadata)
-                    written.append(location)
+                    attempts.restage(files)
+                    location = attempts.stage(self.metadata_path(metadata))
+                    self.write_metadata(metadata, location)
+                    sync_files(attempts.current)
+                    prepared_on = entry.metadata_location
                 commit = {
                     "table": key,
                     **info,
                     "base-metadata": entry.metadata_location,
                     "metadata": location,
                 }
+                tables = {**latest.tables, key: TableEntry(location, entry.table_uuid)}
                 faults.check("before-commit")
-                try:
-                    version = self.log.commit(
-                        latest,
-                        {**latest.tables, key: TableEntry(location, entry.table_uuid)},
-                        {"id": str(uuid.uuid4()), "commits": [commit]},
-                    )
-                except VersionTaken:
+                version = attempts.commit(self.log, latest, tables, {"id": txn_id, "commits": [commit]})
+                if version is None:
                     latest = self.log.latest()
                     continue
-                for stale in written:
-                    if stale not in files and stale != location:
-                        self.io.delete(stale)
+                faults.check("after-commit")
+                attempts.remove_garbage()
                 return LoadedTable(base.identifier, version.version, location, metadata)
-            raise CommitConflictError(f"Gave up committing to {key} after {MAX_COMMIT_ATTEMPTS} attempts")
-        except BaseException:
-            for path in written:
-                self.io.delete(path)
+            raise CommitConflictError(
+                f"Gave up committing to {key} after {MAX_COMMIT_ATTEMPTS} lost races for the next lake version",
+                kind=ConflictKind.TOO_MANY_ATTEMPTS,
+            )
+        except BaseException as exc:
+            attempts.fail(exc)
             raise
+
+    def _loaded_at(self, base: LoadedTable, latest: LakeVersion, entry: TableEntry) -> LoadedTable:
+        if entry.metadata_location == base.metadata_location:
+            return base
+        return LoadedTable(
+            base.identifier,
+            latest.version,
+            entry.metadata_location,
+            self.read_metadata(entry.metadata_location),
+        )
+
+
+class _Attempts:
+    """The files of one commit's attempts, and what a failure may remove (see the module docstring).
+
+    ``current`` are the metadata files of the prepared attempt; ``garbage`` those of attempts known
+    lost or superseded by a rebase. Once ``commit`` has called the put-if-absent, nothing the attempt
+    references is removed unless the put certainly lost; the listener learns the same.
+    """
+
+    def __init__(self, io: FileIO, listener: CommitListener | None) -> None:
+        self.io = io
+        self.listener = listener or _NoListener()
+        self.current: list[str] = []
+        self.garbage: list[str] = []
+        self.in_flight = False
+        self.landed = False
+
+    def stage(self, path: str) -> str:
+        """Track ``path`` before it is written (a half-written file is still ours to remove)."""
+        self.current.append(path)
+        return path
+
+    def restage(self, files: Iterable[str]) -> None:
+        """A new attempt is prepared: the previous one's files become garbage."""
+        self.garbage += self.current
+        self.current = list(files)
+
+    def commit(
+        self, log: LakeLog, latest: LakeVersion, tables: dict[str, TableEntry], txn: Mapping[str, Any]
+    ) -> LakeVersion | None:
+        """Try to take the next lake version; None when another writer took it (certainly lost)."""
+        self.in_flight = True
+        self.listener.attempting()
+        try:
+            version = log.commit(latest, tables, dict(txn))
+        except VersionTaken:
+            self.in_flight = False
+            self.listener.lost()
+            return None
+        self.landed = True
+        return version
+
+    def remove_garbage(self) -> None:
+        """Remove files of lost attempts; never raises (the commit has landed)."""
+        _remove_quietly(self.io, self.garbage)
+        self.garbage = []
+
+    def fail(self, exc: BaseException) -> None:
+        """Clean up after ``exc``: everything when no attempt may have landed, else only garbage."""
+        self.remove_garbage()
+        if self.in_flight or self.landed:
+            keep_files(exc)
+        else:
+            _remove_quietly(self.io, self.current)
+
+
+def _remove_quietly(io: FileIO, paths: Iterable[str]) -> None:
+    for path in paths:
+        with contextlib.suppress(Exception):
+            io.delete(path)
+
+
+def _entry_of(latest: LakeVersion, base: LoadedTable) -> TableEntry:
+    """The table's entry in ``latest``; a conflict if it was dropped (or dropped and recreated)."""
+    entry = latest.tables.get(str(base.identifier))
+    if entry is None or entry.table_uuid != str(base.metadata.table_uuid):
+        raise CommitConflictError(
+            f"Table {base.identifier} was dropped concurrently",
+            kind=ConflictKind.TABLE_DROPPED,
+            retry_safe=False,
+            help="Nothing was committed. Recreate the table (or open the new one) before writing to it.",
+        )
+    return entry
 
 
 def _raise_on_conflict(
@@ -208,6 +356,7 @@ def _raise_on_conflict(
         raise CommitConflictError(
             f"Commit to {cur.identifier} conflicts with concurrent snapshot {conflict.snapshot_id}: "
             f"{conflict.reason}: {', '.join(conflict.files[:5])}",
+            kind=conflict.kind,
             conflicting_snapshot_id=conflict.snapshot_id,
             conflicting_files=conflict.files,
             retry_safe=True,

@@ -4,11 +4,11 @@ This is the commit of every rowops operation (copy-on-write, position deletes, e
 appends alike). ``apply`` turns a ``RowDelta`` and a base table state into new table metadata;
 ``validate_rebase`` decides whether a delta built on one base may be re-applied on a newer one.
 
-Lifecycle of a commit (see rowops/catalog/commit.py for the loop)::
+Lifecycle of a commit (see rowops/catalog/tables.py for the loop)::
 
     build RowDelta ──► apply(base) ──► put-if-absent lake version ──► committed
                           ▲                      │ version taken
-                          └── validate_rebase ◄──┘ (CommitConflictError if unsafe)
+                          └── find_conflict ◄────┘ (CommitConflictError if unsafe)
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 from pyiceberg.table.update import AddSnapshotUpdate, SetSnapshotRefUpdate, update_table_metadata
 
 from rowops.commit import manifests as mf
-from rowops.meta.files import LiveFile, TableFiles
+from rowops.commit.read_set import ReadSet
+from rowops.errors import ConflictKind
+from rowops.meta.files import TableFiles
 
 
 @dataclass(frozen=True)
@@ -37,8 +39,9 @@ class RowDelta:
         added_data / added_deletes: new files written by this operation.
         removed_data / removed_deletes: live files this operation replaces (by path).
         referenced_data: data files this operation's position deletes point at; they must stay live.
-        read_partitions: partitions (spec_id, values) whose rows this operation read; None = all.
-        serializable: reject concurrent appends into ``read_partitions`` (Iceberg's serializable level).
+        read_set: the rows this operation's outcome depended on (partitions and key ranges).
+        serializable: reject concurrent data files that may hold rows of ``read_set`` (Iceberg's
+            serializable level; under snapshot isolation only write-write conflicts are checked).
         blind: the operation read nothing (equality deletes, appends): it never conflicts.
         extra_summary: additional snapshot summary properties.
     """
@@ -49,7 +52,7 @@ class RowDelta:
     removed_data: frozenset[str] = frozenset()
     removed_deletes: frozenset[str] = frozenset()
     referenced_data: frozenset[str] = frozenset()
-    read_partitions: frozenset[tuple[int, tuple[object, ...]]] | None = None
+    read_set: ReadSet = field(default_factory=ReadSet.everything)
     serializable: bool = True
     blind: bool = False
     extra_summary: dict[str, str] = field(default_factory=dict)
@@ -63,6 +66,7 @@ class RowDelta:
 class Conflict:
     """Why a delta cannot be rebased."""
 
+    kind: ConflictKind
     reason: str
     snapshot_id: int | None
     files: tuple[str, ...]
@@ -161,58 +165,40 @@ def _suffix() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def _may_reference(delete: LiveFile, paths: frozenset[str]) -> list[str]:
-    """Data files among ``paths`` that a concurrent position delete file may apply to."""
-    return sorted(p for p in paths if delete.may_reference(p))
-
-
 def find_conflict(
     delta: RowDelta, base: TableFiles, current: TableFiles, current_meta: TableMetadata
 ) -> Conflict | None:
     """Check the changes committed between ``base`` and ``current`` against ``delta``.
 
     Rules (Iceberg's RowDelta / OverwriteFiles validations):
-      * files this delta removes or references by position must still be live;
-      * no concurrent delete file may apply to a data file this delta rewrites or references;
-      * serializable: no concurrent data file in a partition this delta read.
+      * files this delta removes or references by position must still be live (delete-delete);
+      * no concurrent delete file may apply to a data file this delta rewrites or references
+        (concurrent delete of rows this operation read);
+      * serializable: no concurrent data file that may hold a row of the delta's read set
+        (its partition and key ranges; concurrent append).
     Blind deltas (appends, equality deletes) never conflict: their meaning does not depend on a read.
     """
     if delta.blind:
         return None
+    snapshot = current.snapshot_id
     live = {f.path for f in current.data}
     gone = sorted(p for p in delta.touched_data if p not in live)
-    snapshot = current.snapshot_id
     if gone:
-        return Conflict(
-            "data files this operation rewrites or deletes from were removed", snapshot, tuple(gone)
-        )
+        reason = "data files this operation rewrites or deletes from were removed"
+        return Conflict(ConflictKind.DELETE_DELETE, reason, snapshot, tuple(gone))
     base_deletes = {f.path for f in base.deletes}
-    touched_partitions = {(f.spec_id, f.partition) for f in current.data if f.path in delta.touched_data}
+    touched = [f for f in current.data if f.path in delta.touched_data]
     for new_delete in (f for f in current.deletes if f.path not in base_deletes):
-        if new_delete.content == DataFileContent.EQUALITY_DELETES:
-            if (
-                new_delete.spec_id,
-                new_delete.partition,
-            ) in touched_partitions or not current_meta.spec().fields:
-                return Conflict(
-                    "concurrent equality deletes in a partition this operation changes",
-                    snapshot,
-                    (new_delete.path,),
-                )
-        elif hits := _may_reference(new_delete, delta.touched_data):
-            return Conflict(
-                "concurrent deletes on data files this operation changes", snapshot, tuple(hits[:5])
-            )
+        hits = [f.path for f in touched if new_delete.may_apply_to(f)]
+        if hits:
+            kind = "equality" if new_delete.content == DataFileContent.EQUALITY_DELETES else "position"
+            reason = f"concurrent {kind} deletes on data files this operation changes"
+            return Conflict(ConflictKind.CONCURRENT_DELETE_READ, reason, snapshot, tuple(sorted(hits)[:5]))
     if delta.serializable:
         base_data = {f.path for f in base.data}
+        schema = current_meta.schema()
         for new_file in (f for f in current.data if f.path not in base_data):
-            if (
-                delta.read_partitions is None
-                or (new_file.spec_id, new_file.partition) in delta.read_partitions
-            ):
-                return Conflict(
-                    "concurrent data files were added where this operation read (serializable)",
-                    snapshot,
-                    (new_file.path,),
-                )
+            if delta.read_set.may_hold_file(new_file, schema):
+                reason = "concurrent data files were added where this operation read (serializable)"
+                return Conflict(ConflictKind.CONCURRENT_APPEND, reason, snapshot, (new_file.path,))
     return None

@@ -23,6 +23,7 @@ from pyiceberg.table.sorting import NullOrder, SortDirection
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from rowops.errors import is_cleanable
 from rowops.exec.scan import FILE_COL, POS_COL, file_uris
 from rowops.exec.stats import UNKNOWN_SIZE, plan_bytes
 from rowops.exec.transforms import hidden_names, parse_partition_dirs, partition_value
@@ -35,29 +36,43 @@ _FILE_INDEX = "data_file_index"
 
 
 class Staging:
-    """A fresh directory for the files of one operation; removed unless committed."""
+    """A fresh directory for the files of one operation; removed unless a commit may reference them.
+
+    It is the commit's listener (``catalog.tables.CommitListener``): from the moment a lake version
+    that references these files is attempted, :meth:`discard` does nothing, unless the attempt is
+    known to have lost.
+    """
 
     def __init__(self, table_location: str) -> None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.root = Path(table_location) / "data" / f"{stamp}-{uuid.uuid4().hex[:8]}"
         self._count = 0
+        self.referenced = False
 
     def next_dir(self, kind: str) -> str:
         self._count += 1
         return str(self.root / f"{kind}-{self._count}")
 
+    def attempting(self) -> None:
+        self.referenced = True
+
+    def lost(self) -> None:
+        self.referenced = False
+
     def discard(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        if not self.referenced:
+            shutil.rmtree(self.root, ignore_errors=True)
 
 
 @contextmanager
 def staging(table_location: str) -> Iterator[Staging]:
-    """Yield a staging area; remove its files if the block raises."""
+    """Yield a staging area; remove its files if the block raises before any commit may use them."""
     area = Staging(table_location)
     try:
         yield area
-    except BaseException:
-        area.discard()
+    except BaseException as exc:
+        if is_cleanable(exc):
+            area.discard()
         raise
 
 

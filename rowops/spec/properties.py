@@ -1,0 +1,39 @@
+"""Table properties rowops reads, validated where they are set and where they are used.
+
+>>> isolation_level({})
+'serializable'
+>>> isolation_level({"rowops.isolation-level": "Snapshot"})
+'snapshot'
+>>> isolation_level({"rowops.isolation-level": "serialisable"})
+Traceback (most recent call last):
+...
+rowops.errors.InvalidInputError: Table property rowops.isolation-level is 'serialisable'; expected one of serializable, snapshot
+Help: Set it with table.set_properties(**{"rowops.isolation-level": "serializable"}) (or "snapshot").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rowops.errors import InvalidInputError
+
+ISOLATION_LEVEL = "rowops.isolation-level"
+ISOLATION_LEVELS = ("serializable", "snapshot")
+DEFAULT_ISOLATION_LEVEL = "serializable"
+
+
+def isolation_level(properties: Mapping[str, str]) -> str:
+    """The table's isolation level; an unknown value is an error, never a silent default."""
+    value = properties.get(ISOLATION_LEVEL, DEFAULT_ISOLATION_LEVEL)
+    level = value.strip().lower()
+    if level not in ISOLATION_LEVELS:
+        raise InvalidInputError(
+            f"Table property {ISOLATION_LEVEL} is {value!r}; expected one of {', '.join(ISOLATION_LEVELS)}",
+            help=f'Set it with table.set_properties(**{{"{ISOLATION_LEVEL}": "serializable"}}) (or "snapshot").',
+        )
+    return level
+
+
+def validate_properties(properties: Mapping[str, str]) -> None:
+    """Reject values of rowops' own properties that the operations would refuse later."""
+    isolation_level(properties)
