@@ -144,7 +144,7 @@ def timed_rowops_merge(
     record["result"] = result_fields(result)
     if keep_explain:
         record["explain"] = result.explain
-    record["read_s"], record["answer"] = scan_aggregate(table.to_df())
+    record["read_s"], record["answer"] = scan_aggregate(table.to_df)
     record["files_after"] = live_file_counts(table)
     record["ok"] = True
     return record
@@ -220,7 +220,7 @@ def worker_rowops_writes(cfg: BenchConfig, rec: Recorder) -> None:
     rec.set("base_snapshot", base)
     rec.set("spark_conf", spark_conf(cfg, "bench-rowops"))
     rowops_warmup(spark, table, base, batch, cfg, rec, tag)
-    base_reads, answer = timed_reads(lambda: scan_aggregate(table.to_df()), max(cfg.runs, READS_PER_POINT))
+    base_reads, answer = timed_reads(lambda: scan_aggregate(table.to_df), max(cfg.runs, READS_PER_POINT))
     rec.set("base_read_s", base_reads)
     rec.set("base_answer", answer)
     log(tag, f"base read query: {statistics.median(base_reads):.2f}s (median of {len(base_reads)})")
@@ -253,7 +253,7 @@ def worker_rowops_degradation(cfg: BenchConfig, rec: Recorder) -> None:
         table.rollback_to(base)
         table.set_properties(**{READ_WEIGHT_PROPERTY: read_weight})
         jvm_gc(spark)
-        reads, answer = timed_reads(lambda: scan_aggregate(table.to_df()), READS_PER_POINT)
+        reads, answer = timed_reads(lambda: scan_aggregate(table.to_df), READS_PER_POINT)
         before = statistics.median(reads)
         entry: dict[str, Any] = {
             "read_before_s": before,

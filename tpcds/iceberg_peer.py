@@ -172,7 +172,7 @@ def snapshot_summary(spark: SparkSession, table: str) -> dict[str, str]:
 
 def table_reader(spark: SparkSession, table: str) -> Callable[[], tuple[float, list[str]]]:
     """The read query on ``table`` as a function (for ``timed_reads``)."""
-    return lambda: scan_aggregate(spark.table(table))
+    return lambda: scan_aggregate(lambda: spark.table(table))
 
 
 def _depth(line: str) -> int:
@@ -215,7 +215,7 @@ def timed_merge(
     )
     if merged is None:
         return record
-    record["read_s"], record["answer"] = scan_aggregate(spark.table(table))
+    record["read_s"], record["answer"] = scan_aggregate(lambda: spark.table(table))
     record["snapshot_summary"] = snapshot_summary(spark, table)
     record["files_after"] = file_counts(spark, table)
     record["ok"] = True

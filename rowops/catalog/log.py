@@ -129,8 +129,9 @@ class LakeLog:
         try:
             put_if_absent(self._path(new.version), new.to_bytes())
         except AlreadyExists:
+            mine = transaction.get("id")
             existing = self._read_after_conflict(new.version)
-            if existing.transaction.get("id") != transaction.get("id"):
+            if mine is None or existing.transaction.get("id") != mine:
                 raise VersionTaken(new.version) from None
             new = existing
         except OutcomeUnknown as exc:
