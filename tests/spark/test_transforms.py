@@ -10,10 +10,13 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyiceberg.partitioning import PartitionField
 from pyiceberg.schema import Schema
@@ -37,11 +40,15 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 from pyiceberg.utils.datetime import date_str_to_days, timestamp_to_micros
+from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+import rowops
 from rowops.exec.prescan import scan_source_keys
 from rowops.exec.transforms import apply_rust_transform, parse_value, partition_value
 from rowops.exec.types import to_spark_schema
+from rowops.meta.paths import normalize_path
+from tests.readers import assert_readers_agree
 
 UTC = dt.timezone.utc
 VALUES = {
@@ -214,15 +221,21 @@ def time_row(wall_clock: str | None) -> tuple[object, ...]:
     return (naive.replace(tzinfo=UTC), naive, naive.date())
 
 
-@pytest.fixture(params=ZONES)
-def session_zone(spark, request):  # type: ignore[no-untyped-def]
-    """The shared session's ``spark.sql.session.timeZone`` set to the parameter, restored afterwards."""
+@contextmanager
+def zone_of(spark: SparkSession, zone: str) -> Iterator[str]:
+    """The shared session's ``spark.sql.session.timeZone`` set to ``zone``, restored afterwards."""
     before = spark.conf.get("spark.sql.session.timeZone")
-    spark.conf.set("spark.sql.session.timeZone", request.param)
+    spark.conf.set("spark.sql.session.timeZone", zone)
     try:
-        yield request.param
+        yield zone
     finally:
         spark.conf.set("spark.sql.session.timeZone", before)
+
+
+@pytest.fixture(params=ZONES)
+def session_zone(spark, request):  # type: ignore[no-untyped-def]
+    with zone_of(spark, request.param) as zone:
+        yield zone
 
 
 @pytest.mark.parametrize("column", ["tz", "ntz", "d"])
@@ -316,3 +329,61 @@ def test_prescan_bounds_are_internal_in_any_driver_zone(lake, python_zone) -> No
             value = time_internal(w, column)
             bounds[column] = (bounds.get(column, (value, value))[0], value)
     assert {p: dict(b) for p, b in scanned.ranges.by_partition.items()} == expected
+
+
+ROUND_TRIP_COLUMNS = ["k", "tz", "ntz", "v"]
+ROUND_TRIP_SCHEMA = T.StructType(
+    [
+        T.StructField("k", T.LongType()),
+        T.StructField("tz", T.TimestampType()),
+        T.StructField("ntz", T.TimestampNTZType()),
+        T.StructField("v", T.IntegerType()),
+    ]
+)
+
+
+def round_trip_row(k: int, tz_wall: str, ntz_wall: str, v: int) -> tuple[object, ...]:
+    return (k, time_row(tz_wall)[0], time_row(ntz_wall)[1], v)
+
+
+@pytest.mark.parametrize("zone", ["America/Los_Angeles", "Asia/Kolkata"])
+def test_partitioned_merge_round_trip_in_session_zone(lake, strategy, java, zone) -> None:  # type: ignore[no-untyped-def]
+    """Create, MERGE and read back a table partitioned by transforms of both timestamp types in a
+    non-UTC session: every data file's manifest partition is pyiceberg's transform of its rows, and
+    all readers return the rows written."""
+    walls = [w for w in WALL_CLOCKS if w is not None]
+    # PySpark cannot collect a `timestamp` on 0001-01-01 (datetime.fromtimestamp looks a day back)
+    instants = [w for w in walls if not w.startswith("0001-01-01")]
+    n, m = len(walls), len(instants)
+    rows = {k: round_trip_row(k, instants[(k * 7) % m], walls[k], 0) for k in range(n)}
+    changes = [(*rows[k][:3], 1) for k in range(0, n, 3)]
+    changes += [round_trip_row(n + j, instants[(j * 11) % m], walls[(j * 5) % n], 2) for j in range(5)]
+    with zone_of(lake.spark, zone):
+        table = lake.create_table(
+            "db.t",
+            lake.spark.createDataFrame(list(rows.values()), ROUND_TRIP_SCHEMA),
+            partition_by=["day(ntz)", "bucket(4, ntz)", "hour(tz)"],
+            identifier=["k", "tz", "ntz"],
+        )
+        source = lake.spark.createDataFrame(changes, ROUND_TRIP_SCHEMA)
+        rowops.merge(source, table, on=["k", "tz", "ntz"], strategy=strategy)
+        rows.update({int(r[0]): r for r in changes})  # type: ignore[call-overload]
+        assert_readers_agree(table, rows.values(), ROUND_TRIP_COLUMNS, java)
+    assert_manifest_partitions(table)
+
+
+def assert_manifest_partitions(table) -> None:  # type: ignore[no-untyped-def]
+    """Each data file's partition tuple equals pyiceberg's transforms of every row in it."""
+    metadata = table.metadata
+    schema, spec = metadata.schema(), metadata.spec()
+    data = table.files().data
+    assert data
+    for f in data:
+        file_rows = pq.read_table(normalize_path(f.path))
+        for i in range(file_rows.num_rows):
+            expected = []
+            for field in spec.fields:
+                source = schema.find_field(field.source_id)
+                internal = file_rows.column(source.name).cast(pa.int64())[i].as_py()
+                expected.append(field.transform.transform(source.field_type)(internal))
+            assert f.partition == tuple(expected), f.path
