@@ -6,7 +6,6 @@ touches (never the rows themselves); the planner uses it to prune target files a
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
@@ -15,16 +14,13 @@ from pyiceberg.conversions import from_bytes
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
-from pyiceberg.types import DateType, IcebergType, PrimitiveType, TimestampType, TimestamptzType
+from pyiceberg.types import IcebergType, PrimitiveType
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
-from rowops.exec.transforms import parse_value, partition_value
+from rowops.exec.transforms import epoch_value, parse_value, partition_value
 from rowops.meta.files import LiveFile
 from rowops.plan.pruning import Bounds, FileKeys, KeyRanges
-
-_EPOCH_DATE = dt.date(1970, 1, 1)
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -42,23 +38,6 @@ class SourceKeys:
     rows_by_partition: Mapping[tuple[object, ...], int] | None = None
     texts: Mapping[tuple[object, ...], tuple[str | None, ...]] | None = None
     keys_unique: bool | None = None
-
-
-def internal(value: object, iceberg_type: IcebergType) -> object:
-    """A Spark-collected Python value in Iceberg's internal form (dates as days, timestamps as micros)."""
-    if value is None:
-        return None
-    if isinstance(iceberg_type, DateType) and isinstance(value, dt.date):
-        return (value - _EPOCH_DATE).days
-    if isinstance(iceberg_type, TimestamptzType | TimestampType) and isinstance(value, dt.datetime):
-        aware = (
-            value.astimezone(dt.timezone.utc)
-            if isinstance(iceberg_type, TimestamptzType)
-            else value.replace(tzinfo=dt.timezone.utc)
-        )
-        delta = aware - _EPOCH
-        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-    return value
 
 
 def scan_source_keys(
@@ -80,8 +59,9 @@ def scan_source_keys(
         [partition_value(f, schema).alias(f"_p{i}") for i, f in enumerate(spec.fields)] if derivable else []
     )
     aggs = [F.count(F.lit(1)).alias("_rows")]
-    for i, k in enumerate(keys):
-        aggs += [F.min(F.col(f"`{k}`")).alias(f"_lo{i}"), F.max(F.col(f"`{k}`")).alias(f"_hi{i}")]
+    for i, (k, t) in enumerate(zip(keys, key_types, strict=True)):  # bounds in Iceberg's internal form
+        value = epoch_value(F.col(f"`{k}`"), t)
+        aggs += [F.min(value).alias(f"_lo{i}"), F.max(value).alias(f"_hi{i}")]
     if check_unique:  # countDistinct skips tuples with a NULL: those are counted apart
         any_null = reduce(lambda a, b: a | b, [F.col(f"`{k}`").isNull() for k in keys])
         aggs += [
@@ -101,10 +81,8 @@ def scan_source_keys(
         if check_unique:  # the partition is a function of the key: distinct counts add up
             nulls, distinct = nulls + int(row["_nulls"]), distinct + int(row["_distinct"])
         bounds: dict[str, Bounds] = {
-            k: (internal(row[f"_lo{i}"], t), internal(row[f"_hi{i}"], t))
-            if row[f"_lo{i}"] is not None
-            else None
-            for i, (k, t) in enumerate(zip(keys, key_types, strict=True))
+            k: (row[f"_lo{i}"], row[f"_hi{i}"]) if row[f"_lo{i}"] is not None else None
+            for i, k in enumerate(keys)
         }
         if derivable:
             part = _partition(row, spec, schema)

@@ -40,29 +40,47 @@ NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 ZERO_SEED_INT = -1693959553
 _INT_MAX = 0x7FFFFFFF
 _LONG_HASHED = (IntegerType, LongType, DateType, TimestampType, TimestamptzType)
+_MICROS_PER_HOUR = 3_600_000_000
+_MICROS_PER_DAY = 86_400_000_000
 
 
-def _epoch_value(col: Column, source: IcebergType) -> Column:
-    """Dates as days and timestamps as micros since the epoch (Iceberg's internal form)."""
+def epoch_value(col: Column, source: IcebergType) -> Column:
+    """Dates as days and timestamps as micros since the epoch (Iceberg's internal form).
+
+    Independent of the session time zone: a ``timestamptz`` (Spark ``timestamp``) is an instant; a
+    ``timestamp`` (Spark ``timestamp_ntz``) is a wall clock, whose micros count as if it were UTC. (A
+    cast to Spark's ``timestamp`` would read it in the session time zone, and Spark's
+    ``timestampdiff`` of wall clocks shifts those in a daylight-saving gap.)
+    """
     if isinstance(source, DateType):
         return F.unix_date(col)
     if isinstance(source, TimestamptzType):
         return F.unix_micros(col)
-    if isinstance(source, TimestampType):
-        return F.unix_micros(F.to_utc_timestamp(col.cast("timestamp"), F.current_timezone()))
+    if isinstance(source, TimestampType):  # whole days, plus the time of day as an exact interval
+        date = col.cast("date")
+        time_of_day = col - date.cast("timestamp_ntz")  # wall-clock arithmetic, zone-free
+        # scaled by 10^6, the interval's whole seconds are its micros (< 10^17: no overflow)
+        return F.unix_date(date) * F.lit(_MICROS_PER_DAY) + (time_of_day * F.lit(1_000_000)).cast("long")
     return col
 
 
+def floor_div(value: Column, divisor: int) -> Column:
+    """``Math.floorDiv(value, divisor)`` of a long column for ``divisor > 0``, in integer arithmetic.
+
+    Spark's ``div`` truncates toward zero; one less when a negative value leaves a remainder. (A
+    double division loses the low digits of micros far from the epoch.)
+    """
+    quotient = F.call_function("div", value, F.lit(divisor))
+    return quotient - F.when(value % F.lit(divisor) < 0, F.lit(1)).otherwise(F.lit(0))
+
+
 def _arrow_input(values: pd.Series, source: IcebergType) -> pa.Array:
-    if isinstance(source, DateType):
-        return pa.array(values, pa.int32()).cast(pa.date32())
-    if isinstance(source, TimestamptzType):
-        return pa.array(values, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
-    if isinstance(source, TimestampType):
-        return pa.array(values, pa.int64()).cast(pa.timestamp("us"))
+    """A batch of the UDF's input as Arrow (only strings, binary and decimals reach the UDF)."""
     if isinstance(source, DecimalType):
         return pa.array(values, pa.decimal128(source.precision, source.scale))
-    return pa.Array.from_pandas(values)
+    if isinstance(source, StringType | BinaryType):
+        return pa.Array.from_pandas(values)
+    raise ValueError(f"pyiceberg-core transforms run on the JVM for {source}")
 
 
 def apply_rust_transform(name: str, param: int, source: IcebergType, values: pd.Series) -> pd.Series:
@@ -92,13 +110,10 @@ def murmur3_bucket(value: Column, num_buckets: int) -> Column:
 
 
 def _time_value(name: str, col: Column, source: IcebergType) -> Column:
+    epoch = epoch_value(col, source)
     if name == "hour":
-        return F.floor(_epoch_value(col, source) / F.lit(3_600_000_000))
-    days = (
-        F.unix_date(col)
-        if isinstance(source, DateType)
-        else F.floor(_epoch_value(col, source) / F.lit(86_400_000_000))
-    )
+        return floor_div(epoch, _MICROS_PER_HOUR)
+    days = epoch if isinstance(source, DateType) else floor_div(epoch, _MICROS_PER_DAY)
     if name == "day":
         return days
     date = F.date_from_unix_date(days.cast("int"))
@@ -109,7 +124,7 @@ def _time_value(name: str, col: Column, source: IcebergType) -> Column:
 def _identity_value(col: Column, source: IcebergType) -> Column:
     if isinstance(source, BinaryType):
         return F.hex(col)
-    return _epoch_value(col, source)
+    return epoch_value(col, source)
 
 
 def partition_value(field: PartitionField, schema: Schema) -> Column:
@@ -121,10 +136,10 @@ def partition_value(field: PartitionField, schema: Schema) -> Column:
     if name == "identity":
         value = _identity_value(col, source.field_type)
     elif name == "bucket" and isinstance(source.field_type, _LONG_HASHED):
-        value = murmur3_bucket(_epoch_value(col, source.field_type), int(param or 0))
+        value = murmur3_bucket(epoch_value(col, source.field_type), int(param or 0))
     elif name == "bucket" or (name == "truncate" and isinstance(source.field_type, DecimalType | BinaryType)):
         udf = _rust_transform(name, int(param or 0), source.field_type)
-        value = udf(_epoch_value(col, source.field_type))  # type: ignore[operator]
+        value = udf(col)  # type: ignore[operator]
     elif name == "truncate" and isinstance(source.field_type, StringType):
         value = F.substring(col, 1, int(param or 0))
     elif name == "truncate":
