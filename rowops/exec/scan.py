@@ -30,6 +30,7 @@ from pyspark.sql import types as T
 
 from rowops.exec.types import to_spark_schema
 from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, TableFiles
+from rowops.meta.paths import to_uri
 
 FILE_COL, POS_COL = "_file", "_pos"
 _SEQ, _DEL_SEQ, _PATH = "_seq", "_delete_seq", "_path"
@@ -52,7 +53,7 @@ def _qualified_uri(spark: SparkSession, path: str) -> str:
     (scan, delete writer, result mapping) and each answer is a JVM round trip."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(to_uri(path))  # never the session's fs.defaultFS
     fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     uri = str(fs.makeQualified(hadoop_path).toUri().toString())
     return "file:/" + uri[len("file:///") :] if uri.startswith("file:///") else uri  # as Spark lists it
@@ -64,8 +65,10 @@ def file_uris(spark: SparkSession, files: Iterable[LiveFile]) -> dict[str, str]:
 
 
 def read_parquet(spark: SparkSession, schema: T.StructType, paths: Sequence[str]) -> DataFrame:
-    """Read Parquet files by Iceberg field id (files given explicitly; no partition inference)."""
-    return spark.read.schema(schema).option("recursiveFileLookup", "true").parquet(*paths)
+    """Read Parquet files (local paths) by Iceberg field id (files given explicitly; no partition
+    inference); Spark is given ``file:`` URIs, whatever the session's default file system."""
+    reader = spark.read.schema(schema).option("recursiveFileLookup", "true")
+    return reader.parquet(*[to_uri(p) for p in paths])
 
 
 def _empty(spark: SparkSession, schema: T.StructType) -> DataFrame:

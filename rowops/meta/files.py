@@ -24,7 +24,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
-from rowops.meta.paths import normalize_path
+from rowops.meta.paths import normalize_path, to_uri
 
 FILE_PATH_ID, POS_ID = 2147483546, 2147483545
 POSITION_DELETE_SCHEMA = Schema(
@@ -72,7 +72,10 @@ class LiveFile:
         upper = (self.data_file.upper_bounds or {}).get(FILE_PATH_ID)
         if lower is None or upper is None:
             return None
-        return normalize_path(lower.decode()), normalize_path(upper.decode())
+        low, high = lower.decode(), upper.decode()
+        if _prefix(low) != _prefix(high):  # mixed path forms: the normalized bounds would not bound
+            return None
+        return normalize_path(low), normalize_path(high)
 
     def may_reference(self, data_path: str) -> bool:
         """Whether this position delete file can name ``data_path``."""
@@ -124,6 +127,11 @@ class TableFiles:
         return {d.path for d in self.equality_deletes if not any(d.may_apply_to(f) for f in kept)}
 
 
+def _prefix(path: str) -> str:
+    """The part of a path that :func:`normalize_path` strips (e.g. ``file:///``'s ``file://``)."""
+    return path[: len(path) - len(normalize_path(path))]
+
+
 def _live(entry: ManifestEntry) -> LiveFile:
     df = entry.data_file
     return LiveFile(
@@ -159,7 +167,8 @@ def live_files(metadata: TableMetadata, io: FileIO, snapshot_id: int | None = No
 
 @dataclass(frozen=True)
 class WrittenFile:
-    """A Parquet file just written by Spark, with its partition (Iceberg internal representation)."""
+    """A Parquet file just written by Spark (its local path), with its partition (Iceberg internal
+    representation)."""
 
     path: str
     partition: tuple[object, ...]
@@ -183,7 +192,7 @@ def _data_file(
     )
     return DataFile.from_args(
         content=content,
-        file_path=path,
+        file_path=to_uri(path),
         file_format=FileFormat.PARQUET,
         partition=Record(*partition),
         file_size_in_bytes=os.path.getsize(path),
@@ -231,7 +240,7 @@ def data_files_from_parquet(
             )
         )
     for empty in (f for f in files if f.record_count == 0):
-        os.remove(empty.file_path)
+        os.remove(normalize_path(empty.file_path))
     return [f for f in files if f.record_count > 0]
 
 
