@@ -190,10 +190,7 @@ def find_conflict(
     touched_partitions = {(f.spec_id, f.partition) for f in current.data if f.path in delta.touched_data}
     for new_delete in (f for f in current.deletes if f.path not in base_deletes):
         if new_delete.content == DataFileContent.EQUALITY_DELETES:
-            if (
-                new_delete.spec_id,
-                new_delete.partition,
-            ) in touched_partitions or not current_meta.spec().fields:
+            if (new_delete.spec_id, new_delete.partition) in touched_partitions or new_delete.is_global:
                 return Conflict(
                     "concurrent equality deletes in a partition this operation changes",
                     snapshot,

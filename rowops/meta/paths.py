@@ -35,7 +35,7 @@ from rowops.errors import UnsupportedStorageError
 
 _FILE_SCHEME = re.compile(r"^file:(//(localhost)?)?(?=/)")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:/")  # s3://b, also s3:/b (what pathlib makes of it)
 
 
 def normalize_path(path: str) -> str:
@@ -56,9 +56,7 @@ def from_hadoop_uri(uri: str) -> str:
 def scheme(location: str) -> str | None:
     """The URI scheme of ``location`` (``s3``, ``file``), or None for a plain path."""
     match = _SCHEME.match(location)
-    return (
-        match.group(1).lower() if match and (_URI.match(location) or location.startswith("file:")) else None
-    )
+    return match.group(1).lower() if match and _URI.match(location) else None
 
 
 def local_path(location: str) -> str:
