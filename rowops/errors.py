@@ -29,6 +29,15 @@ class InvalidInputError(RowOpsError):
     help = "Check the arguments against the rowops API documentation in README.md."
 
 
+class UnsupportedStorageError(InvalidInputError):
+    """A location on a file system rowops cannot serve (object storage, HDFS): local paths only for now."""
+
+    help = (
+        "rowops works on local file systems only for now (object storage is not supported yet): "
+        "use a local directory or a file: URI."
+    )
+
+
 class InvalidIdentifierError(InvalidInputError):
     """A table or namespace name is not a valid, lake-contained identifier."""
 
@@ -194,6 +203,34 @@ def keep_files(exc: BaseException) -> BaseException:
 def is_cleanable(exc: BaseException) -> bool:
     """Whether the files written by the failed operation may be deleted (no commit may reference them)."""
     return not getattr(exc, _KEEP_FILES, False)
+
+
+class WriteVerificationError(RowOpsError):
+    """The files found after a Spark write do not hold the rows Spark wrote; nothing was committed."""
+
+    help = (
+        "Spark's executors must write where the driver can read: use a file system shared by the driver "
+        "and every executor (the same path on all machines). Nothing was committed."
+    )
+
+
+class UnmatchedFileError(RowOpsError):
+    """Spark read a row from a file that maps to no live file of the table; nothing was committed."""
+
+    help = (
+        "The table's manifests name a file in a form rowops could not map to the file Spark read. "
+        "Nothing was committed; please report this with the table's metadata files."
+    )
+
+
+class ExecutorEnvironmentError(RowOpsError):
+    """Spark's executors cannot run rowops' Python code (missing modules or a broken Python)."""
+
+    help = (
+        "Give the executors a Python with rowops' dependencies (pyiceberg-core, pyroaring, pyarrow, pandas): "
+        "set PYSPARK_PYTHON before the session starts, or ship a packed environment with --archives "
+        "(and rowops itself with --py-files)."
+    )
 
 
 class CorruptLakeError(RowOpsError):

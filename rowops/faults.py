@@ -5,7 +5,9 @@ point. Points:
 
 * ``before-commit``: all files written, the lake version not yet attempted (cleanable);
 * ``after-commit``: the lake version was committed, the operation has not returned yet (files stay);
-* ``commit-unknown``: the put-if-absent of the lake version fails as if storage broke mid-write.
+* ``commit-unknown``: the put-if-absent of the lake version fails as if storage broke mid-write;
+* ``hide-written-file``: the listing of a Spark write misses one file, as when an executor wrote
+  where the driver cannot see.
 """
 
 from __future__ import annotations
@@ -21,9 +23,14 @@ class InjectedFault(RowOpsError):
     help = "Unset ROWOPS_FAULT: it is for failure tests only."
 
 
+def active(point: str) -> bool:
+    """Whether ``ROWOPS_FAULT`` names ``point``."""
+    return os.environ.get("ROWOPS_FAULT") == point
+
+
 def check(point: str) -> None:
     """Raise :class:`InjectedFault` if ``ROWOPS_FAULT`` names ``point``."""
-    if os.environ.get("ROWOPS_FAULT") == point:
+    if active(point):
         raise InjectedFault(f"injected fault at {point}")
 
 

@@ -18,6 +18,7 @@ from rowops.exec.session import configure, create_session
 from rowops.exec.types import to_iceberg_schema
 from rowops.exec.write import staging
 from rowops.meta.files import TableFiles
+from rowops.meta.paths import local_path
 from rowops.meta.tables import new_metadata
 from rowops.operations import append_delta, spark_errors
 from rowops.spec.identifiers import TableIdentifier, parse_namespace
@@ -36,12 +37,13 @@ class Lakehouse:
     """Open (or create) a lakehouse directory.
 
     Args:
-        path: the lake root directory; created if missing.
+        path: the lake root directory (a local path or ``file:`` URI); created if missing. Object
+            storage and HDFS URIs are not supported yet (``UnsupportedStorageError``).
         spark: the SparkSession to use; None creates a local one from ``conf/spark-defaults.conf``.
     """
 
     def __init__(self, path: str | Path, spark: SparkSession | None = None) -> None:
-        self.root = Path(path).resolve()
+        self.root = Path(local_path(str(path))).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self.catalog = TableCatalog(self.root)
         self._spark = configure(spark) if spark is not None else None

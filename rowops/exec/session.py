@@ -1,12 +1,26 @@
-"""The SparkSession rowops runs on: created from ``conf/spark-defaults.conf`` or given by the caller."""
+"""The SparkSession rowops runs on: created from ``conf/spark-defaults.conf`` or given by the caller.
+
+rowops runs Python on the executors (partition transforms, the cardinality check), so every session it
+uses gets rowops shipped to its executors (``addPyFile`` of a zip of this package) and one tiny job
+checks, once per application, that they can import it and its runtime dependencies.
+"""
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
 import sys
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
+
+from rowops.errors import ExecutorEnvironmentError
 
 # Settings rowops relies on; set on every session it uses (all are runtime SQL settings).
 REQUIRED_CONF = {
@@ -51,11 +65,74 @@ def read_conf(path: Path | None) -> dict[str, str]:
     return conf
 
 
+# What executors import: dependencies first, so a missing one is named rather than hidden behind rowops
+EXECUTOR_MODULES = ("pyarrow", "pandas", "pyroaring", "pyiceberg_core", "pyiceberg", "rowops")
+_PACKAGE = Path(__file__).resolve().parents[1]
+_shipped: set[str] = set()  # application ids that got the zip
+_checked: set[str] = set()  # application ids whose executors import everything
+
+
 def configure(spark: SparkSession) -> SparkSession:
-    """Apply the settings rowops requires to an existing session."""
+    """Apply the settings rowops requires to an existing session and prepare its executors."""
     for key, value in REQUIRED_CONF.items():
         spark.conf.set(key, value)
+    prepare_executors(spark)
     return spark
+
+
+@functools.lru_cache(maxsize=1)
+def package_zip() -> str:
+    """A zip of this rowops package (its ``.py`` files), built once per process in a temp directory."""
+    target = Path(tempfile.mkdtemp(prefix="rowops-py-")) / "rowops.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for source in sorted(_PACKAGE.rglob("*.py")):
+            archive.write(source, Path("rowops") / source.relative_to(_PACKAGE))
+    return str(target)
+
+
+def prepare_executors(spark: SparkSession) -> None:
+    """Ship rowops to the executors and check, once per application, that they can run it.
+
+    Raises:
+        ExecutorEnvironmentError: executors lack modules rowops needs (named), or cannot run Python.
+    """
+    context = spark.sparkContext
+    app = context.applicationId
+    if app in _checked:
+        return
+    if app not in _shipped:
+        context.addPyFile(package_zip())
+        _shipped.add(app)
+    tasks = max(1, context.defaultParallelism)
+    try:
+        found = context.parallelize(range(tasks), tasks).mapPartitions(_probe(EXECUTOR_MODULES)).collect()
+    except (Py4JJavaError, PySparkException) as exc:
+        first = next((line for line in str(exc).splitlines() if line.strip()), "")
+        raise ExecutorEnvironmentError(
+            f"Spark's executors cannot run rowops' Python code: {first[:300]}"
+        ) from exc
+    missing = sorted({problem for problems in found for problem in problems})
+    if missing:
+        raise ExecutorEnvironmentError(
+            "Spark's executors cannot import modules rowops needs: " + "; ".join(missing)
+        )
+    _checked.add(app)
+
+
+def _probe(modules: Iterable[str]) -> Callable[[Iterable[int]], Iterable[list[str]]]:
+    """A task that lists the ``modules`` it cannot import (nested: pickled by value, not as rowops')."""
+    names = list(modules)
+
+    def missing(_: Iterable[int]) -> Iterator[list[str]]:
+        problems = []
+        for name in names:
+            try:
+                importlib.import_module(name)
+            except Exception as exc:  # any import failure is a broken environment to report
+                problems.append(f"{name} ({type(exc).__name__}: {exc})")
+        yield problems
+
+    return missing
 
 
 def create_session(conf_path: Path | None = None) -> SparkSession:

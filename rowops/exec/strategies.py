@@ -16,7 +16,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from rowops.errors import DuplicateKeyError, NullKeyError
+from rowops.errors import DuplicateKeyError, NullKeyError, UnmatchedFileError
 from rowops.exec.changes import RowChanges
 from rowops.exec.scan import FILE_COL, POS_COL, file_uris, position_deletes, scan
 from rowops.exec.write import (
@@ -92,7 +92,15 @@ def _deletes_only_for(deletes: Sequence[LiveFile], data_paths: set[str]) -> list
 
 
 def removed_by_path(ctx: WriteContext, removed_by_uri: dict[str, int]) -> dict[str, int]:
-    """Removed rows per data file, keyed by manifest path instead of Spark's name of the file."""
+    """Removed rows per data file, keyed by manifest path instead of Spark's name of the file.
+
+    A row id that names no live file would make an encoding skip that file's rows: an error instead.
+    """
+    unknown = sorted(set(removed_by_uri) - set(ctx.paths_by_uri))
+    if unknown:
+        raise UnmatchedFileError(
+            f"Rows were read from files that are not live files of the table: {unknown[:3]}"
+        )
     return {ctx.paths_by_uri[uri]: n for uri, n in removed_by_uri.items()}
 
 

@@ -13,22 +13,27 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.sorting import NullOrder, SortDirection
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, DataFrameWriter, Observation, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-from rowops.errors import is_cleanable
+from rowops import faults
+from rowops.errors import WriteVerificationError, is_cleanable
 from rowops.exec.scan import FILE_COL, POS_COL, file_uris
 from rowops.exec.stats import UNKNOWN_SIZE, plan_bytes
 from rowops.exec.transforms import hidden_names, parse_partition_dirs, partition_value
 from rowops.exec.types import FIELD_ID_KEY, to_spark_type
 from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, WrittenFile
+from rowops.meta.paths import from_hadoop_uri, local_path, to_uri
 
 NULL_MARKER = "ROWOPS_NULL_IN_REQUIRED_COLUMN"
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
@@ -45,7 +50,7 @@ class Staging:
 
     def __init__(self, table_location: str) -> None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        self.root = Path(table_location) / "data" / f"{stamp}-{uuid.uuid4().hex[:8]}"
+        self.root = Path(local_path(table_location)) / "data" / f"{stamp}-{uuid.uuid4().hex[:8]}"
         self._count = 0
         self.referenced = False
 
@@ -76,14 +81,58 @@ def staging(table_location: str) -> Iterator[Staging]:
         raise
 
 
-def list_written(directory: str) -> list[tuple[str, str]]:
-    """(absolute path, partition dir relative to ``directory``) of every Parquet file written."""
+def list_written(spark: SparkSession, directory: str) -> list[tuple[str, str]]:
+    """(local path, partition dir relative to ``directory``) of every Parquet file written there.
+
+    Listed through Spark's file index, i.e. by the Hadoop file system Spark wrote with (not by the
+    driver's own view of its disk).
+    """
+    reader = spark.read.schema(T.StructType([])).option("recursiveFileLookup", "true")
     found = []
-    for dirpath, _dirnames, filenames in os.walk(directory):
-        for name in filenames:
-            if name.endswith(".parquet") and not name.startswith((".", "_")):
-                found.append((os.path.join(dirpath, name), os.path.relpath(dirpath, directory)))
+    for uri in reader.parquet(to_uri(directory)).inputFiles():
+        path = from_hadoop_uri(uri)
+        if path.endswith(".parquet"):
+            found.append((path, os.path.relpath(os.path.dirname(path), directory)))
+    if faults.active("hide-written-file"):  # a file the driver cannot see (tests)
+        found = sorted(found)[1:]
     return sorted(found)
+
+
+def footer_rows(paths: Sequence[str]) -> int:
+    """The rows the Parquet files at ``paths`` hold, from their footers."""
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return sum(pool.map(lambda p: int(pq.read_metadata(p).num_rows), paths))
+
+
+def counted(df: DataFrame) -> tuple[DataFrame, Observation]:
+    """``df`` with its rows counted as a write runs (observed below any re-distribution and sort, which
+    the writer's required ordering must still see)."""
+    observation = Observation()
+    return df.observe(observation, F.count(F.lit(1)).alias("rows")), observation
+
+
+def save(
+    df: DataFrame,
+    observation: Observation,
+    configure: Callable[[DataFrameWriter], DataFrameWriter],
+    directory: str,
+) -> list[tuple[str, str]]:
+    """Write ``df`` as Parquet into ``directory``; list the files and check they hold every row.
+
+    ``observation`` (from :func:`counted`) counts the rows Spark wrote; the footers of the files found
+    must add up to that count, or :class:`WriteVerificationError` is raised before anything is
+    committed (executors that wrote where the driver cannot read, e.g. workers without a shared disk).
+    """
+    configure(df.write).parquet(to_uri(directory))
+    written = int(observation.get.get("rows", 0))
+    found = list_written(df.sparkSession, directory)
+    on_disk = footer_rows([path for path, _ in found])
+    if on_disk != written:
+        raise WriteVerificationError(
+            f"Spark wrote {written} rows into {to_uri(directory)}, but the {len(found)} files the driver "
+            f"finds there hold {on_disk}: executors wrote where the driver cannot read"
+        )
+    return found
 
 
 def _typed_columns(schema: Schema) -> list[Column]:
@@ -127,7 +176,7 @@ def write_rows(
         sort: the order of rows within each file (the table's sort order for data files).
     """
     spec = metadata.spec()
-    typed = df.select(*_typed_columns(schema))
+    typed, observation = counted(df.select(*_typed_columns(schema)))
     hidden = hidden_names(spec, metadata.schema())
     order = list(sort)
     ranged = bool(order) and distribution_mode(metadata) == "range"
@@ -153,15 +202,16 @@ def write_rows(
             writer_df = writer_df.coalesce(estimate)  # no tiny files from a small write (no shuffle)
     if order:  # the table's sort order within every file (partition columns first, as the writer needs)
         writer_df = writer_df.sortWithinPartitions(*[F.col(h) for h in hidden], *order)
-    writer = writer_df.write.option("compression", _codec(metadata))
-    if max_rows is not None:
-        writer = writer.option("maxRecordsPerFile", max_rows)
-    if hidden:
-        writer = writer.partitionBy(*hidden)
-    writer.parquet(directory)
+
+    def configure(writer: DataFrameWriter) -> DataFrameWriter:
+        writer = writer.option("compression", _codec(metadata))
+        if max_rows is not None:
+            writer = writer.option("maxRecordsPerFile", max_rows)
+        return writer.partitionBy(*hidden) if hidden else writer
+
     return [
         WrittenFile(path, parse_partition_dirs(rel, spec, metadata.schema()) if hidden else ())
-        for path, rel in list_written(directory)
+        for path, rel in save(writer_df, observation, configure, directory)
     ]
 
 
@@ -234,10 +284,12 @@ def write_position_deletes(
         F.coalesce(POS_COL, F.lit(-1)).alias(pos_field.name, metadata={FIELD_ID_KEY: pos_field.field_id}),
         F.col(_FILE_INDEX),
     )
+    rows, observation = counted(rows)
     rows = rows.repartition(_FILE_INDEX).sortWithinPartitions(_FILE_INDEX, "pos")
-    rows.write.option("compression", _codec(metadata)).partitionBy(_FILE_INDEX).parquet(directory)
+    configure = lambda w: w.option("compression", _codec(metadata)).partitionBy(_FILE_INDEX)  # noqa: E731
+    found = save(rows, observation, configure, directory)
     written = []
-    for path, rel in list_written(directory):
+    for path, rel in found:
         data_file = data_files[int(rel.split("=", 1)[1])]
         written.append((WrittenFile(path, data_file.partition), data_file))
     return written

@@ -24,7 +24,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
-from rowops.meta.paths import normalize_path
+from rowops.meta.paths import normalize_path, to_uri
 
 FILE_PATH_ID, POS_ID = 2147483546, 2147483545
 POSITION_DELETE_SCHEMA = Schema(
@@ -45,6 +45,7 @@ class LiveFile:
     seq: int
     spec_id: int
     partition: tuple[object, ...]
+    partition_sources: tuple[int, ...] | None = None  # source field ids of its spec's fields (None: unknown)
 
     @property
     def data_file(self) -> DataFile:
@@ -72,7 +73,10 @@ class LiveFile:
         upper = (self.data_file.upper_bounds or {}).get(FILE_PATH_ID)
         if lower is None or upper is None:
             return None
-        return normalize_path(lower.decode()), normalize_path(upper.decode())
+        low, high = lower.decode(), upper.decode()
+        if _prefix(low) != _prefix(high):  # mixed path forms: the normalized bounds would not bound
+            return None
+        return normalize_path(low), normalize_path(high)
 
     def may_reference(self, data_path: str) -> bool:
         """Whether this position delete file can name ``data_path``."""
@@ -83,12 +87,26 @@ class LiveFile:
         """Whether this delete file may remove rows of ``data``.
 
         A position delete applies to the files it names (its file_path bounds); an equality delete to
-        older data files (smaller sequence number) of its partition, or of the whole table when
-        unpartitioned.
+        older data files (smaller sequence number) of its partition (same spec and partition tuple),
+        or of the whole table when its spec is unpartitioned (Iceberg's scoping rule).
         """
         if self.content == DataFileContent.POSITION_DELETES:
             return self.may_reference(data.path)
-        return self.seq > data.seq and (not self.partition or self.partition == data.partition)
+        return self.seq > data.seq and (self.is_global or self.same_partition(data))
+
+    @property
+    def is_global(self) -> bool:
+        """An equality delete of an unpartitioned spec: it applies to every partition."""
+        return not self.partition
+
+    def same_partition(self, other: LiveFile) -> bool:
+        return self.spec_id == other.spec_id and self.partition == other.partition
+
+    def key_determines_partition(self) -> bool:
+        """For an equality delete: every partition field is a transform of an equality column, so a key
+        match implies a partition match (within one spec)."""
+        sources = self.partition_sources
+        return sources is not None and set(sources) <= set(self.equality_ids)
 
 
 @dataclass(frozen=True)
@@ -124,8 +142,14 @@ class TableFiles:
         return {d.path for d in self.equality_deletes if not any(d.may_apply_to(f) for f in kept)}
 
 
-def _live(entry: ManifestEntry) -> LiveFile:
+def _prefix(path: str) -> str:
+    """The part of a path that :func:`normalize_path` strips (e.g. ``file:///``'s ``file://``)."""
+    return path[: len(path) - len(normalize_path(path))]
+
+
+def _live(entry: ManifestEntry, metadata: TableMetadata) -> LiveFile:
     df = entry.data_file
+    spec = metadata.specs().get(int(df.spec_id))
     return LiveFile(
         entry=entry,
         path=normalize_path(df.file_path),
@@ -133,6 +157,7 @@ def _live(entry: ManifestEntry) -> LiveFile:
         seq=int(entry.sequence_number or 0),
         spec_id=int(df.spec_id),
         partition=tuple(df.partition._data),
+        partition_sources=tuple(f.source_id for f in spec.fields) if spec is not None else None,
     )
 
 
@@ -146,7 +171,7 @@ def live_files(metadata: TableMetadata, io: FileIO, snapshot_id: int | None = No
     manifests = tuple(snapshot.manifests(io))
     with ThreadPoolExecutor(max_workers=8) as pool:
         entry_lists = list(pool.map(lambda m: m.fetch_manifest_entry(io, discard_deleted=True), manifests))
-    files = [_live(e) for entries in entry_lists for e in entries]
+    files = [_live(e, metadata) for entries in entry_lists for e in entries]
     return TableFiles(
         snapshot_id=snapshot.snapshot_id,
         sequence_number=int(snapshot.sequence_number or 0),
@@ -159,7 +184,8 @@ def live_files(metadata: TableMetadata, io: FileIO, snapshot_id: int | None = No
 
 @dataclass(frozen=True)
 class WrittenFile:
-    """A Parquet file just written by Spark, with its partition (Iceberg internal representation)."""
+    """A Parquet file just written by Spark (its local path), with its partition (Iceberg internal
+    representation)."""
 
     path: str
     partition: tuple[object, ...]
@@ -183,7 +209,7 @@ def _data_file(
     )
     return DataFile.from_args(
         content=content,
-        file_path=path,
+        file_path=to_uri(path),
         file_format=FileFormat.PARQUET,
         partition=Record(*partition),
         file_size_in_bytes=os.path.getsize(path),
@@ -231,7 +257,7 @@ def data_files_from_parquet(
             )
         )
     for empty in (f for f in files if f.record_count == 0):
-        os.remove(empty.file_path)
+        os.remove(normalize_path(empty.file_path))
     return [f for f in files if f.record_count > 0]
 
 
