@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -16,6 +18,12 @@ REQUIRED_CONF = {
     "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
     "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
 }
+# Settings in force while an operation runs (restored afterwards). AQE's skew-join handling splits a
+# skewed shuffle partition of one side and replicates the matching partition of the other side to
+# every piece: a target row matched by source rows of different pieces would then meet them in
+# different tasks, and the per-task cardinality check (``exec/cardinality.py``) could miss it.
+# rowops' co-located join already keeps target skew out of the shuffle.
+OPERATION_CONF = {"spark.sql.adaptive.skewJoin.enabled": "false"}
 DEFAULT_CONF = {
     "spark.master": "local[*]",
     "spark.app.name": "rowops",
@@ -56,6 +64,22 @@ def configure(spark: SparkSession) -> SparkSession:
     for key, value in REQUIRED_CONF.items():
         spark.conf.set(key, value)
     return spark
+
+
+@contextmanager
+def operation_conf(spark: SparkSession) -> Iterator[None]:
+    """Apply :data:`OPERATION_CONF` for the duration of one operation, then restore the session's values."""
+    previous: dict[str, str | None] = {key: spark.conf.get(key, None) for key in OPERATION_CONF}
+    for key, value in OPERATION_CONF.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in previous.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
 
 
 def create_session(conf_path: Path | None = None) -> SparkSession:
