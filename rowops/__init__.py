@@ -60,7 +60,7 @@ def merge(
     Args:
         source: the change rows; for update/insert its columns must match the table.
         target: the table.
-        on: key column(s) equal in source and target (NULL-safe).
+        on: key column(s) equal in source and target (SQL `=`: a NULL key matches nothing).
         when_matched: "update" (all columns), "delete" or None.
         when_not_matched: "insert" (all columns) or None.
         when_not_matched_by_source: "delete" or None.

@@ -29,9 +29,12 @@ from rowops.exec.changes import (
     merge_changes_sliced,
     update_changes,
 )
+from rowops.exec.expressions import case_sensitive, check_expressions
 from rowops.exec.prescan import SourceKeys, file_keys, scan_source_keys
 from rowops.exec.scan import POS_COL, file_uris, read_data_files, scan
+from rowops.exec.session import operation_conf
 from rowops.exec.slicing import join_slices
+from rowops.exec.source import evaluate_once, release
 from rowops.exec.stats import in_memory_bytes
 from rowops.exec.strategies import WriteContext, Written
 from rowops.exec.summary import summarize
@@ -45,6 +48,7 @@ from rowops.plan.debt import read_debt
 from rowops.plan.explain import FileGroup, PlanReport, format_report
 from rowops.plan.pruning import prune_files
 from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, HYBRID, Decision, TableFacts, choose_strategy
+from rowops.spec.names import resolve, resolve_spec
 from rowops.spec.operations import MergeSpec, OperationSpec, UpdateSpec
 from rowops.spec.properties import isolation_level
 from rowops.spec.results import OperationResult
@@ -103,7 +107,8 @@ def _validate(spec: OperationSpec, source: DataFrame | None, loaded: LoadedTable
         return
     if spec.on_columns is not None:
         _check_columns(list(spec.on_columns), loaded, "on=")
-        missing = [c for c in spec.on_columns if c not in source.columns]
+        sensitive = case_sensitive(source.sparkSession)
+        missing = [c for c in spec.on_columns if resolve(c, source.columns, sensitive) not in source.columns]
         if missing:
             raise NoSuchColumnError(f"Key column(s) {missing} of on= are not in the source")
     for clause in spec.clauses:
@@ -166,13 +171,39 @@ def _estimate(
     )
 
 
+def _resolved(
+    table: Table, spec: OperationSpec, source: DataFrame | None, loaded: LoadedTable
+) -> OperationSpec:
+    """``spec`` with column names spelled as the table spells them, every expression checked."""
+    spark, schema = table.lake.spark, loaded.metadata.schema()
+    spec = resolve_spec(spec, schema.column_names, case_sensitive(spark))
+    _validate(spec, source, loaded)
+    check_expressions(spark, spec, schema, source.schema if source is not None else None)
+    return spec
+
+
 def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str) -> Planned:
-    """Pre-scan the source keys, prune target files, choose the encoding and the join."""
+    """Check the operation, evaluate the source once (``exec/source.py``) and plan on it.
+
+    The caller releases ``Planned.source`` (:func:`release`) once the operation is done.
+    """
     loaded = table.load()
     isolation_level(loaded.metadata.properties)  # an unknown level fails before any work
+    spec = _resolved(table, spec, source, loaded)
+    source = evaluate_once(source) if source is not None else None
+    try:
+        return _plan(table, spec, source, strategy, loaded)
+    except BaseException:
+        release(source)
+        raise
+
+
+def _plan(
+    table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str, loaded: LoadedTable
+) -> Planned:
+    """Pre-scan the source keys, prune target files, choose the encoding and the join."""
     files = live_files(loaded.metadata, table.lake.catalog.io)
     facts = table_facts(loaded, files)
-    _validate(spec, source, loaded)
     read_weight = float(_property(loaded, "rowops.read-weight", "1"))
     pinned = loaded.metadata.properties.get("rowops.strategy")
     candidates, estimate, keyed = list(files.data), None, None
@@ -264,7 +295,7 @@ def _check_cardinality(planned: Planned, changes: RowChanges, repeated: list[tup
     error names their keys, read back from those rows.
     """
     spec = planned.spec
-    if not repeated or not isinstance(spec, MergeSpec):
+    if not repeated or not isinstance(spec, MergeSpec) or not spec.checks_cardinality:
         return
     schema = planned.loaded.metadata.schema()
     ids = [schema.find_column_name(i) for i in schema.identifier_field_ids]
@@ -287,16 +318,20 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
     spec, source = planned.spec, planned.source
     if planned.decision.strategy == EQUALITY_DELETE:
         assert isinstance(spec, MergeSpec) and source is not None and spec.on_columns is not None
-        if not (planned.source_keys and planned.source_keys.keys_unique):  # unknown, or an error to explain
-            strategies.check_keys(source, spec.on_columns)
         upsert = spec.key_upsert_or_delete == "upsert"
+        if not (planned.source_keys and planned.source_keys.keys_unique):  # unknown, or an error to explain
+            strategies.check_keys(source, spec.on_columns, duplicates_allowed=not upsert)
         return strategies.equality_delete(ctx, source, spec.on_columns, upsert), {}
     columns = planned.loaded.metadata.schema().column_names
     changes = row_changes(planned, ctx.spark, columns)
     try:
-        summary = summarize(changes)
+        distinct = isinstance(spec, MergeSpec) and not spec.checks_cardinality
+        summary = summarize(changes, distinct_removed=distinct)
         _check_cardinality(planned, changes, summary.repeated)
         counts = changes.counts(summary.actions)
+        if distinct and summary.repeated:  # a target row deleted once, however many source rows matched
+            changes = replace(changes, removed=changes.removed.dropDuplicates())
+            counts["delete"] = sum(summary.removed.values()) - counts["update"]
         new = counts["insert"] + counts["update"]
         removed = strategies.removed_by_path(ctx, summary.removed)
         if planned.decision.strategy == COPY_ON_WRITE:
@@ -371,22 +406,35 @@ def execute(planned: Planned) -> OperationResult:
 def run(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str) -> OperationResult:
     """Plan, execute and commit one operation on ``table``."""
     started = time.perf_counter()
-    result = execute(plan(table, spec, source, strategy))
+    with operation_conf(table.lake.spark):
+        planned = plan(table, spec, source, strategy)
+        try:
+            result = execute(planned)
+        finally:
+            release(planned.source)
     return replace(result, duration_s=time.perf_counter() - started)
 
 
 def explain(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str) -> str:
     """The plan of an operation, with Spark's physical plan of its join; nothing is written."""
-    planned = plan(table, spec, source, strategy)
-    spark_plan = ""
-    if planned.decision.scans_target:
-        with spark_errors(describe(spec)):
-            changes = row_changes(planned, table.lake.spark, planned.loaded.metadata.schema().column_names)
-            try:
-                spark_plan = changes.joined._jdf.queryExecution().executedPlan().toString()
-            finally:
-                changes.release()
+    with operation_conf(table.lake.spark):
+        planned = plan(table, spec, source, strategy)
+        try:
+            spark_plan = _spark_plan(planned) if planned.decision.scans_target else ""
+        finally:
+            release(planned.source)
     return format_report(replace(planned.report, spark_plan=spark_plan), with_spark_plan=True)
+
+
+def _spark_plan(planned: Planned) -> str:
+    """Spark's physical plan of the operation's join."""
+    with spark_errors(describe(planned.spec)):
+        spark = planned.table.lake.spark
+        changes = row_changes(planned, spark, planned.loaded.metadata.schema().column_names)
+        try:
+            return str(changes.joined._jdf.queryExecution().executedPlan().toString())
+        finally:
+            changes.release()
 
 
 def _delta(written: Written, planned: Planned) -> RowDelta:

@@ -23,7 +23,8 @@ from rowops.exec.scan import FILE_COL, POS_COL
 _OUT_SCHEMA = f"{FILE_COL} string, {POS_COL} long"
 
 
-def _positions(values: pa.Array) -> tuple[BitMap, np.ndarray]:
+def position_bitmap(values: pa.Array) -> tuple[BitMap, np.ndarray]:
+    """A bitmap of row positions and the positions themselves (repeats kept)."""
     pos = values.to_numpy(zero_copy_only=False)
     if pos.size and (pos.min() < 0 or pos.max() > 0xFFFFFFFF):
         raise ValueError("row positions beyond 2**32 are not supported by the bitmap check")
@@ -38,7 +39,7 @@ def find_repeated_positions(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Re
         dup_files: list[str] = []
         dup_pos: list[int] = []
         for path in pc.unique(files).to_pylist():
-            bitmap, pos = _positions(pc.filter(positions, pc.equal(files, path)))
+            bitmap, pos = position_bitmap(pc.filter(positions, pc.equal(files, path)))
             repeated: set[int] = set()
             if len(bitmap) < pos.size:
                 values, counts = np.unique(pos, return_counts=True)

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from py4j.protocol import Py4JJavaError
@@ -30,6 +31,12 @@ REQUIRED_CONF = {
     "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
     "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
 }
+# Settings in force while an operation runs (restored afterwards). AQE's skew-join handling splits a
+# skewed shuffle partition of one side and replicates the matching partition of the other side to
+# every piece: a target row matched by source rows of different pieces would then meet them in
+# different tasks, and the per-task cardinality check (``exec/cardinality.py``) could miss it.
+# rowops' co-located join already keeps target skew out of the shuffle.
+OPERATION_CONF = {"spark.sql.adaptive.skewJoin.enabled": "false"}
 DEFAULT_CONF = {
     "spark.master": "local[*]",
     "spark.app.name": "rowops",
@@ -133,6 +140,22 @@ def _probe(modules: Iterable[str]) -> Callable[[Iterable[int]], Iterable[list[st
         yield problems
 
     return missing
+
+
+@contextmanager
+def operation_conf(spark: SparkSession) -> Iterator[None]:
+    """Apply :data:`OPERATION_CONF` for the duration of one operation, then restore the session's values."""
+    previous: dict[str, str | None] = {key: spark.conf.get(key, None) for key in OPERATION_CONF}
+    for key, value in OPERATION_CONF.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in previous.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
 
 
 def create_session(conf_path: Path | None = None) -> SparkSession:

@@ -262,8 +262,14 @@ def _write_new_rows_with(
     return written.merge(write_new_rows(ctx, new_rows, new_count))
 
 
-def check_keys(source: DataFrame, keys: Sequence[str], limit: int = 5) -> None:
-    """Reject NULL or duplicate keys in the source (a scan of the source only)."""
+def check_keys(
+    source: DataFrame, keys: Sequence[str], limit: int = 5, duplicates_allowed: bool = False
+) -> None:
+    """Reject NULL or duplicate keys in the source (a scan of the source only).
+
+    Args:
+        duplicates_allowed: a delete by key may name a key twice (SQL raises no cardinality error).
+    """
     key_cols = [F.col(f"`{k}`") for k in keys]
     any_null = key_cols[0].isNull()
     for col in key_cols[1:]:
@@ -273,6 +279,8 @@ def check_keys(source: DataFrame, keys: Sequence[str], limit: int = 5) -> None:
         raise NullKeyError(
             f"The source has NULL in key columns {list(keys)}, e.g. {[tuple(r) for r in nulls]}"
         )
+    if duplicates_allowed:
+        return
     dups = source.groupBy(*key_cols).count().filter(F.col("count") > 1).limit(limit).collect()
     if dups:
         examples = [tuple(r)[:-1] for r in dups]
@@ -283,9 +291,11 @@ def equality_delete(ctx: WriteContext, source: DataFrame, keys: Sequence[str], u
     """Blind by-key change: an equality delete of the source keys (+ the source rows for an upsert).
 
     The target is not read at all. Rows inserted in the same commit share its sequence number, so
-    the new equality deletes do not apply to them.
+    the new equality deletes do not apply to them. A delete by key writes each key once (its source
+    may repeat keys); an upsert's keys are unique (checked before).
     """
     key_rows = source.select(*[F.col(f"`{k}`") for k in keys])
+    key_rows = key_rows if upsert else key_rows.distinct()
     deletes = write_equality_deletes(key_rows, keys, ctx.metadata, ctx.stage.next_dir("eq-deletes"))
     written = write_new_rows(ctx, source, None) if upsert else Written()
     return written.merge(Written(equality_deletes=deletes))

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyroaring import BitMap
 
-from rowops.exec.cardinality import find_repeated_positions
+from rowops.exec.cardinality import find_repeated_positions, position_bitmap
 from rowops.exec.changes import ACTION, RowChanges, matched_flag
 from rowops.exec.scan import FILE_COL, POS_COL
 
@@ -56,29 +57,44 @@ def _rows(
 
 
 def summarize_batches(
-    batches: Iterable[pa.RecordBatch], removing: Sequence[int], limit: int
+    batches: Iterable[pa.RecordBatch], removing: Sequence[int], limit: int, distinct: bool = False
 ) -> Iterator[pa.RecordBatch]:
     """Fold one task's ``(_file, _pos, _action, _matched)`` batches into its summary rows.
 
     Batches stream through: the counters are updated as the bitmap check consumes the matched rows.
+
+    Args:
+        distinct: count removed rows once however many joined rows remove them (a MERGE whose only
+            WHEN MATCHED clause deletes may match a target row several times), with a bitmap of
+            removed positions per file: all joined rows of one target row meet in one task.
     """
     actions: Counter[int] = Counter()
     removed: Counter[str] = Counter()
+    removed_at: dict[str, BitMap] = {}
     removing_set = pa.array(list(removing), pa.int32())
+
+    def count_removed(gone: pa.RecordBatch) -> None:
+        if not distinct:
+            for item in pc.value_counts(gone.column(0)).to_pylist():
+                removed[item["values"]] += int(item["counts"])
+            return
+        files, positions = gone.column(0), gone.column(1)
+        for path in pc.unique(files).to_pylist():
+            bitmap, _ = position_bitmap(pc.filter(positions, pc.equal(files, path)))
+            removed_at.setdefault(path, BitMap()).update(bitmap)
 
     def matched_ids() -> Iterator[pa.RecordBatch]:
         for batch in batches:
             action = batch.column(2)
             for item in pc.value_counts(action).to_pylist():
                 actions[int(item["values"])] += int(item["counts"])
-            gone = batch.filter(pc.is_in(action, value_set=removing_set))
-            for item in pc.value_counts(gone.column(0)).to_pylist():
-                removed[item["values"]] += int(item["counts"])
+            count_removed(batch.filter(pc.is_in(action, value_set=removing_set)))
             yield batch.filter(batch.column(3)).select([0, 1])
 
     repeated: list[tuple[str, int]] = []
     for found in find_repeated_positions(matched_ids()):
         repeated += zip(found.column(0).to_pylist(), found.column(1).to_pylist(), strict=True)
+    removed.update({path: len(bitmap) for path, bitmap in removed_at.items()})
     if actions:
         yield _rows(_ACTION, [None] * len(actions), list(actions), list(actions.values()))
     if removed:
@@ -88,20 +104,23 @@ def summarize_batches(
         yield _rows(_REPEATED, [f for f, _ in repeated], [p for _, p in repeated], [1] * len(repeated))
 
 
-def summarize(changes: RowChanges, limit: int = 5) -> ChangeSummary:
+def summarize(changes: RowChanges, limit: int = 5, distinct_removed: bool = False) -> ChangeSummary:
     """Summarize the joined rows of ``changes`` in one Spark job.
 
     Args:
         changes: the operation's row changes; target rows that met a source row are checked for
             repeats (MERGE cardinality), the others are only counted.
         limit: at most this many repeated row ids per task reach the driver.
+        distinct_removed: count each removed target row once (see :func:`summarize_batches`).
     """
     removing = tuple(changes.removing)
     rows = changes.joined.select(FILE_COL, POS_COL, ACTION, matched_flag(changes))
     # Python tasks cost ~0.07 s each to start: one per core. Coalescing merges whole partitions, so
     # all matches of a target row still meet in one task.
     rows = rows.coalesce(rows.sparkSession.sparkContext.defaultParallelism)
-    out = rows.mapInArrow(lambda batches: summarize_batches(batches, removing, limit), _OUT_SCHEMA)
+    out = rows.mapInArrow(
+        lambda batches: summarize_batches(batches, removing, limit, distinct_removed), _OUT_SCHEMA
+    )
     actions: Counter[int] = Counter()
     removed: Counter[str] = Counter()
     repeated: list[tuple[str, int]] = []

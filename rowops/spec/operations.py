@@ -5,7 +5,7 @@ source ``s``; UPDATE and DELETE refer to columns by their plain names.
 
 >>> spec = simple_merge_spec(["k"])
 >>> spec.on
-'t.`k` <=> s.`k`'
+'t.`k` = s.`k`'
 >>> [c.describe() for c in spec.clauses]
 ['WHEN MATCHED THEN UPDATE SET *', 'WHEN NOT MATCHED THEN INSERT *']
 >>> spec.key_upsert_or_delete
@@ -43,6 +43,11 @@ class MergeClause:
     def __post_init__(self) -> None:
         if self.action not in _ALLOWED_ACTIONS[self.match]:
             raise InvalidInputError(f"WHEN {self.match.upper()} clauses cannot {self.action.upper()}")
+        if self.match == "not_matched_by_source" and self.action == "update" and self.assignments is None:
+            raise InvalidInputError(
+                "WHEN NOT MATCHED BY SOURCE cannot UPDATE SET *: there is no source row to copy from",
+                help="Name the columns to set, e.g. .update({'active': 'false'}).",
+            )
 
     def describe(self) -> str:
         """SQL-like text of the clause."""
@@ -80,6 +85,24 @@ class MergeSpec:
         return tuple(c for c in self.clauses if c.match == kind)
 
     @property
+    def checks_cardinality(self) -> bool:
+        """Whether a target row matched by several source rows is an error (SQL's MERGE rule).
+
+        It is not when the outcome cannot depend on which source row is used: no WHEN MATCHED
+        clause at all, or a single unconditional WHEN MATCHED THEN DELETE (as Spark and Iceberg).
+
+        >>> simple_merge_spec(["k"], when_matched="delete", when_not_matched=None).checks_cardinality
+        False
+        >>> simple_merge_spec(["k"]).checks_cardinality
+        True
+        """
+        matched = self.of("matched")
+        return not (
+            not matched
+            or (len(matched) == 1 and matched[0].action == "delete" and matched[0].condition is None)
+        )
+
+    @property
     def key_upsert_or_delete(self) -> Literal["upsert", "delete"] | None:
         """'upsert' or 'delete' when this MERGE is a blind by-key operation (encodable by equality deletes).
 
@@ -115,14 +138,15 @@ OperationSpec = MergeSpec | UpdateSpec | DeleteSpec
 
 
 def key_condition(columns: Sequence[str]) -> str:
-    """Null-safe equality of key columns between target ``t`` and source ``s``.
+    """Equality of key columns between target ``t`` and source ``s``, SQL's ``=``: a NULL key
+    matches nothing (ask for NULL-safe matching with a condition: ``on="t.k <=> s.k"``).
 
     >>> key_condition(["a", "b"])
-    't.`a` <=> s.`a` AND t.`b` <=> s.`b`'
+    't.`a` = s.`a` AND t.`b` = s.`b`'
     """
     if not columns:
         raise InvalidInputError("on= needs at least one column")
-    return " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in columns)
+    return " AND ".join(f"t.`{c}` = s.`{c}`" for c in columns)
 
 
 def simple_merge_spec(

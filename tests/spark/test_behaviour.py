@@ -128,19 +128,6 @@ def test_delete_where_with_nulls(lake, strategy, java) -> None:  # type: ignore[
     assert_readers_agree(table, keep, COLUMNS, java)
 
 
-def test_null_keys_match_null_safely(lake, strategy, java) -> None:  # type: ignore[no-untyped-def]
-    """Keys compare NULL-safe in on=[...] merges, as equality deletes do (identifier is not set here)."""
-    if strategy == "equality-delete":
-        pytest.skip("equality deletes need identifier columns, which cannot be NULL")
-    rows = [make_row(k) for k in range(10)]
-    nullable = [(None if r[0] == 3 else r[0], *r[1:]) for r in rows]
-    table = lake.create_table("db.t", frame(lake.spark, nullable))
-    change = [(None, *make_row(3, 5)[1:])]
-    rowops.merge(frame(lake.spark, change), table, on=["k"], strategy=strategy)
-    expected = [r for r in nullable if r[0] is not None] + change
-    assert_readers_agree(table, expected, COLUMNS, java)
-
-
 def test_mixed_strategies_in_sequence(lake, layout, java) -> None:  # type: ignore[no-untyped-def]
     """Equality deletes on top of position deletes and back, and copy-on-write over both."""
     table, oracle = create(lake, layout)

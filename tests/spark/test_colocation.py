@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 
 import rowops
 from rowops import errors, operations
+from rowops.exec.source import release
 from rowops.spec.operations import simple_merge_spec
 from tests.readers import assert_readers_agree
 from tests.spark.spark_metrics import exchanges_above_scans_of, scans_of, shuffle_bytes_written
@@ -27,6 +28,7 @@ def _plan_shape(table, source, strategy: str = "position-delete") -> tuple[list[
         return exchanges_above_scans_of(changes.joined, location), scans_of(changes.joined, location)
     finally:
         changes.release()
+        release(planned.source)
 
 
 @pytest.mark.parametrize("strategy", ["position-delete", "copy-on-write"])

@@ -55,3 +55,14 @@ def test_summary_without_repeats_sends_only_counts() -> None:
     batches = [_joined(["a", "b"], [1, 1], [0, 0], [True, True])]
     kinds = [r["kind"] for b in summarize_batches(batches, removing=(0,), limit=5) for r in b.to_pylist()]
     assert sorted(kinds) == ["action", "removed", "removed"]
+
+
+def test_summary_counts_removed_rows_once_when_asked() -> None:
+    """A delete-only MERGE may match a target row twice: it is removed once (file a: 2 rows, not 3)."""
+    batches = [
+        _joined(["a", "a", "b"], [3, 4, 7], [0, 0, 0], [True, True, True]),
+        _joined(["a"], [3], [0], [True]),
+    ]
+    out = pa.Table.from_batches(list(summarize_batches(batches, removing=(0,), limit=5, distinct=True)))
+    removed = {r["_file"]: r["n"] for r in out.to_pylist() if r["kind"] == "removed"}
+    assert removed == {"a": 2, "b": 1}

@@ -1,0 +1,34 @@
+"""The source of an operation, evaluated exactly once.
+
+An operation reads its source several times (key pre-scan, key checks, the join, the anti-join of
+unmatched rows, equality-delete keys and rows). A source that is not a pure function of stored files
+(``rand()``, a non-deterministic UDF, a landing directory receiving files, a shuffle whose order
+varies) would be pruned with one version of its rows and joined with another. So the source is
+evaluated once, into a *local checkpoint*: Spark stores the rows (memory, spilling to disk) and cuts
+the lineage, so every later read sees the same rows, and a lost block fails the job instead of being
+recomputed with different rows (a plain ``persist`` would silently recompute it).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+
+def evaluate_once(source: DataFrame) -> DataFrame:
+    """The rows of ``source``, computed now, stored by Spark and detached from their lineage.
+
+    Release them with :func:`release` when the operation ends (also on error).
+    """
+    return source.localCheckpoint(eager=True)
+
+
+def release(evaluated: DataFrame | None) -> None:
+    """Free the stored rows of a DataFrame returned by :func:`evaluate_once` (no-op for None).
+
+    PySpark has no public handle on a checkpoint's RDD: this is the one place that reaches for it.
+    """
+    if evaluated is None:
+        return
+    plan = evaluated._jdf.queryExecution().analyzed()
+    if plan.getClass().getSimpleName() == "LogicalRDD":
+        plan.rdd().unpersist(False)
