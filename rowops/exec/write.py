@@ -105,8 +105,11 @@ def footer_rows(paths: Sequence[str]) -> int:
 
 
 def counted(df: DataFrame) -> tuple[DataFrame, Observation]:
-    """``df`` with its rows counted as a write runs (observed below any re-distribution and sort, which
-    the writer's required ordering must still see)."""
+    """``df`` with its rows counted as a write runs.
+
+    Observe after any re-distribution (a range repartition samples its input in a separate job, which
+    would count rows twice) and below the final sort (which the writer's required ordering must see).
+    """
     observation = Observation()
     return df.observe(observation, F.count(F.lit(1)).alias("rows")), observation
 
@@ -176,7 +179,7 @@ def write_rows(
         sort: the order of rows within each file (the table's sort order for data files).
     """
     spec = metadata.spec()
-    typed, observation = counted(df.select(*_typed_columns(schema)))
+    typed = df.select(*_typed_columns(schema))
     hidden = hidden_names(spec, metadata.schema())
     order = list(sort)
     ranged = bool(order) and distribution_mode(metadata) == "range"
@@ -200,6 +203,7 @@ def write_rows(
             writer_df = ranges(estimate, *order) if estimate else ranges(*order)
         elif estimate is not None and estimate < df.rdd.getNumPartitions():
             writer_df = writer_df.coalesce(estimate)  # no tiny files from a small write (no shuffle)
+    writer_df, observation = counted(writer_df)
     if order:  # the table's sort order within every file (partition columns first, as the writer needs)
         writer_df = writer_df.sortWithinPartitions(*[F.col(h) for h in hidden], *order)
 
@@ -284,8 +288,8 @@ def write_position_deletes(
         F.coalesce(POS_COL, F.lit(-1)).alias(pos_field.name, metadata={FIELD_ID_KEY: pos_field.field_id}),
         F.col(_FILE_INDEX),
     )
-    rows, observation = counted(rows)
-    rows = rows.repartition(_FILE_INDEX).sortWithinPartitions(_FILE_INDEX, "pos")
+    rows, observation = counted(rows.repartition(_FILE_INDEX))
+    rows = rows.sortWithinPartitions(_FILE_INDEX, "pos")
     configure = lambda w: w.option("compression", _codec(metadata)).partitionBy(_FILE_INDEX)  # noqa: E731
     found = save(rows, observation, configure, directory)
     written = []
