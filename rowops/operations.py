@@ -15,11 +15,20 @@ from py4j.protocol import Py4JJavaError
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation
-from pyspark.errors import AnalysisException, PythonException
+from pyspark.errors import AnalysisException, PySparkException
 
 from rowops.catalog.tables import LoadedTable
 from rowops.commit.row_delta import RowDelta
-from rowops.errors import CardinalityViolationError, InvalidExpressionError, NoSuchColumnError, NullKeyError
+from rowops.errors import (
+    CardinalityViolationError,
+    InvalidExpressionError,
+    NoSuchColumnError,
+    NullKeyError,
+    NullValueError,
+    RowOpsError,
+    SparkJobError,
+    ValueOutOfRangeError,
+)
 from rowops.exec import strategies
 from rowops.exec.changes import (
     RowChanges,
@@ -34,8 +43,8 @@ from rowops.exec.slicing import join_slices
 from rowops.exec.stats import in_memory_bytes
 from rowops.exec.strategies import WriteContext, Written
 from rowops.exec.summary import summarize
-from rowops.exec.validation import check_source
-from rowops.exec.write import NULL_MARKER, Staging, staging, write_data
+from rowops.exec.validation import check_assignments, check_source, table_frame
+from rowops.exec.write import NULL_MARKER, OUT_OF_RANGE_MARKER, Staging, staging, write_data
 from rowops.meta.files import LiveFile, TableFiles, data_files_from_parquet, live_files
 from rowops.plan.colocation import DISABLED as COLOCATION_DISABLED
 from rowops.plan.colocation import JoinLayout, plan_join
@@ -55,6 +64,28 @@ if TYPE_CHECKING:
 DEFAULT_COLOCATED_MAX_BYTES = 256 * 1024 * 1024
 
 
+def _marked(text: str, marker: str) -> str | None:
+    """The first line of a rowops error raised inside a Spark job (after its marker), if any."""
+    if marker not in text:
+        return None
+    return text[text.index(marker) :].splitlines()[0].split(": ", 1)[-1]
+
+
+def _job_error(context: str, exc: Exception) -> RowOpsError:
+    """The rowops error of a failed Spark job: rowops' own markers first, else Spark's first line."""
+    text = str(exc)
+    if (null := _marked(text, NULL_MARKER)) is not None:
+        error = NullKeyError if "identifier field" in null else NullValueError
+        return error(f"NULL in a required column: {null}")
+    if (overflow := _marked(text, OUT_OF_RANGE_MARKER)) is not None:
+        return ValueOutOfRangeError(f"A value does not fit its column in {context}: {overflow}")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    causes = [line.removeprefix("Caused by: ") for line in lines if line.startswith("Caused by: ")]
+    heads = [line.lstrip(": ") for line in lines if not line.startswith(("An error occurred", "at "))]
+    summary = causes[-1] if causes else heads[0] if heads else type(exc).__name__
+    return SparkJobError(f"Spark failed in {context}: {summary[:500]}")
+
+
 @contextmanager
 def spark_errors(context: str) -> Iterator[None]:
     """Translate Spark's analysis and runtime errors into rowops errors at one boundary."""
@@ -63,12 +94,8 @@ def spark_errors(context: str) -> Iterator[None]:
     except AnalysisException as exc:
         lines = [line.strip() for line in str(exc).splitlines() if line.strip() and not line.startswith("==")]
         raise InvalidExpressionError(f"Invalid SQL in {context}: {' '.join(lines[:3])[:500]}") from exc
-    except (Py4JJavaError, PythonException) as exc:
-        text = str(exc)
-        if NULL_MARKER in text:
-            detail = text[text.index(NULL_MARKER) :].splitlines()[0]
-            raise NullKeyError(f"NULL in a required column: {detail.split(': ', 1)[-1]}") from exc
-        raise
+    except (Py4JJavaError, PySparkException) as exc:
+        raise _job_error(context, exc) from exc
 
 
 def describe(spec: OperationSpec) -> str:
@@ -94,9 +121,14 @@ def _check_columns(names: list[str], loaded: LoadedTable, context: str) -> None:
         raise NoSuchColumnError(f"Unknown column(s) {unknown} in {context}; table columns are {known}")
 
 
-def _validate(spec: OperationSpec, source: DataFrame | None, loaded: LoadedTable) -> None:
+def _validate(
+    spec: OperationSpec, source: DataFrame | None, loaded: LoadedTable, spark: SparkSession
+) -> None:
+    schema = loaded.metadata.schema()
     if isinstance(spec, UpdateSpec):
         _check_columns([c for c, _ in spec.assignments], loaded, "set=")
+        with spark_errors(describe(spec)):
+            check_assignments(table_frame(spark, schema), spec.assignments, schema, "UPDATE SET")
     if not isinstance(spec, MergeSpec) or source is None:
         return
     if spec.on_columns is not None:
@@ -107,7 +139,13 @@ def _validate(spec: OperationSpec, source: DataFrame | None, loaded: LoadedTable
     for clause in spec.clauses:
         _check_columns([c for c, _ in clause.assignments or ()], loaded, clause.describe())
     if any(c.assignments is None and c.action != "delete" for c in spec.clauses):
-        check_source(source.schema, loaded.metadata.schema(), allow_extra=spec.on_columns is None)
+        check_source(source.schema, schema)
+    explicit = [c for c in spec.clauses if c.assignments]
+    if explicit:
+        joined = table_frame(spark, schema).alias("t").crossJoin(source.alias("s"))
+        for clause in explicit:
+            with spark_errors(clause.describe()):
+                check_assignments(joined, clause.assignments or (), schema, clause.describe())
 
 
 @dataclass(frozen=True)
@@ -169,7 +207,7 @@ def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: 
     loaded = table.load()
     files = live_files(loaded.metadata, table.lake.catalog.io)
     facts = table_facts(loaded, files)
-    _validate(spec, source, loaded)
+    _validate(spec, source, loaded, table.lake.spark)
     read_weight = float(_property(loaded, "rowops.read-weight", "1"))
     pinned = loaded.metadata.properties.get("rowops.strategy")
     candidates, estimate, keyed = list(files.data), None, None
@@ -432,7 +470,7 @@ def _commit(table: Table, loaded: LoadedTable, files: TableFiles, delta: RowDelt
 
 def append_delta(df: DataFrame, metadata: TableMetadata, stage: Staging) -> RowDelta:
     """Write ``df``'s rows (checked against the table schema) and describe them as an append."""
-    check_source(df.schema, metadata.schema(), allow_extra=False)
+    check_source(df.schema, metadata.schema())
     written = write_data(df, metadata, stage.next_dir("data"))
     added = tuple(data_files_from_parquet(written, metadata))
     return RowDelta(
