@@ -14,6 +14,7 @@ from rowops import errors
 from rowops.errors import (
     CardinalityViolationError,
     CommitConflictError,
+    InvalidArgumentError,
     RowOpsError,
     SchemaMismatchError,
     UnsupportedStrategyError,
@@ -48,6 +49,16 @@ __all__ = [
 ]
 
 
+def _table(target: object) -> Table:
+    """``target`` if it is a rowops Table (a name or a DataFrame is a common slip)."""
+    if isinstance(target, Table):
+        return target
+    raise InvalidArgumentError(
+        f"target must be a rowops Table, not {type(target).__module__}.{type(target).__qualname__}",
+        help="Open the table first: t = lake.table('db.name'), then pass t.",
+    )
+
+
 @checked_call
 def merge(
     source: DataFrame,
@@ -70,7 +81,7 @@ def merge(
         strategy: "auto", "copy-on-write", "position-delete" or "equality-delete".
     """
     spec = simple_merge_spec(merge_on(on), when_matched, when_not_matched, when_not_matched_by_source)
-    return run(target, spec, require_dataframe(source, "the MERGE source"), strategy)
+    return run(_table(target), spec, require_dataframe(source, "the MERGE source"), strategy)
 
 
 @checked_call
@@ -79,13 +90,13 @@ def update(
 ) -> OperationResult:
     """UPDATE ``target`` SET col = expr ... WHERE ``where`` (Spark SQL)."""
     spec = UpdateSpec(normalize_assignments(assignment_map(set, "set=")), optional_sql(where, "where="))
-    return run(target, spec, None, strategy)
+    return run(_table(target), spec, None, strategy)
 
 
 @checked_call
 def delete(target: Table, where: str | None = None, strategy: str = "auto") -> OperationResult:
     """DELETE FROM ``target`` WHERE ``where`` (Spark SQL)."""
-    return run(target, DeleteSpec(optional_sql(where, "where=")), None, strategy)
+    return run(_table(target), DeleteSpec(optional_sql(where, "where=")), None, strategy)
 
 
 @checked_call
@@ -105,6 +116,7 @@ def explain(
     Shows the chosen encoding with the cost numbers behind it, the files scanned and pruned, whether
     the co-located join applies (and why not), and Spark's physical plan of the join.
     """
+    target = _table(target)
     if source is not None and on is not None:
         spec = simple_merge_spec(merge_on(on), when_matched, when_not_matched, when_not_matched_by_source)
         return _explain(target, spec, require_dataframe(source, "the MERGE source"), strategy)

@@ -20,7 +20,7 @@ from rowops.meta.files import TableFiles
 from rowops.meta.tables import new_metadata
 from rowops.operations import append_delta, spark_errors
 from rowops.spec.identifiers import TableIdentifier, parse_namespace
-from rowops.spec.inputs import check_properties, checked_call
+from rowops.spec.inputs import check_properties, checked_call, name_list
 from rowops.spec.partitioning import parse_partition_by
 from rowops.spec.sorting import parse_sort_by
 from rowops.table import Table
@@ -101,14 +101,14 @@ class Lakehouse:
             else require_dataframe(data, "create_table's data (or a StructType)").schema
         )
         check_properties(properties or {})
-        fields = parse_partition_by(list(partition_by or ()))
+        fields = parse_partition_by(name_list(partition_by, "partition_by"))
         metadata = new_metadata(
             to_iceberg_schema(struct),
             fields,
-            list(identifier or ()),
+            name_list(identifier, "identifier"),
             self.catalog.location(ident),
             properties,
-            parse_sort_by(list(sort_by or ())),
+            parse_sort_by(name_list(sort_by, "sort_by")),
         )
         if isinstance(data, DataFrame):
             metadata = self._with_first_snapshot(data, metadata)

@@ -5,6 +5,7 @@ spec ─► plan (pre-scan, pruning, cost-based choice) ─► exec (scan/join/w
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -64,6 +65,9 @@ if TYPE_CHECKING:
 DEFAULT_COLOCATED_MAX_BYTES = 256 * 1024 * 1024
 
 
+_PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
+
+
 def _marked(text: str, marker: str) -> str | None:
     """The first line of a rowops error raised inside a Spark job (after its marker), if any."""
     if marker not in text:
@@ -72,7 +76,7 @@ def _marked(text: str, marker: str) -> str | None:
 
 
 def _job_error(context: str, exc: Exception) -> RowOpsError:
-    """The rowops error of a failed Spark job: rowops' own markers first, else Spark's first line."""
+    """The rowops error of a failed Spark job: rowops' own markers first, else Spark's root cause."""
     text = str(exc)
     if (null := _marked(text, NULL_MARKER)) is not None:
         error = NullKeyError if "identifier field" in null else NullValueError
@@ -83,6 +87,9 @@ def _job_error(context: str, exc: Exception) -> RowOpsError:
     causes = [line.removeprefix("Caused by: ") for line in lines if line.startswith("Caused by: ")]
     heads = [line.lstrip(": ") for line in lines if not line.startswith(("An error occurred", "at "))]
     summary = causes[-1] if causes else heads[0] if heads else type(exc).__name__
+    python = [line for line in lines if _PYTHON_ERROR.match(line)]
+    if python and ("Traceback" in summary or "Python worker" in summary):
+        summary = python[-1]  # a Python worker's error: its last line says what went wrong
     return SparkJobError(f"Spark failed in {context}: {summary[:500]}")
 
 

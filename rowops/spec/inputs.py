@@ -103,6 +103,24 @@ def merge_on(value: object) -> str | tuple[str, ...]:
     )
 
 
+def name_list(value: object, what: str) -> list[str]:
+    """A list of names/entries; one string counts as a list of one (``partition_by="bucket(4, k)"``).
+
+    >>> name_list("k", "identifier"), name_list(("a", "b"), "identifier"), name_list(None, "sort_by")
+    (['k'], ['a', 'b'], [])
+    """
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise InvalidArgumentError(
+        f"{what} takes a list of strings, not {_kind(value)} ({value!r})",
+        help=f'Pass e.g. {what}=["k"].',
+    )
+
+
 _NUMBERS: dict[str, tuple[type[float] | type[int], float]] = {
     "rowops.read-weight": (float, 0),
     "rowops.colocated-join.max-bytes": (int, 0),

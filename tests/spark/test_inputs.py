@@ -96,3 +96,32 @@ def test_bad_property_values_are_rejected_when_set(lake, table) -> None:  # type
     )
     table.set_properties(**{"rowops.read-weight": "2.5"})
     rowops.merge(frame(lake.spark, [make_row(1, 1)]), table, on=["k"])  # the property is usable
+
+
+def test_target_must_be_a_table(lake, table) -> None:  # type: ignore[no-untyped-def]
+    source = frame(lake.spark, [make_row(1, 1)])
+    for attempt in (
+        lambda: rowops.merge(source, "db.t", on=["k"]),
+        lambda: rowops.delete(source, where="k = 1"),
+        lambda: rowops.update("db.t", set={"n": "1"}),
+    ):
+        assert_unchanged(lake, attempt, errors.InvalidArgumentError, "rowops Table", "lake.table(")
+
+
+def test_python_udf_failure_is_a_spark_job_error(lake, table) -> None:  # type: ignore[no-untyped-def]
+    """A user's Python UDF that fails inside the job: SparkJobError naming the Python error."""
+    lake.spark.udf.register("rowops_test_divide", lambda n: 1 // (n - n), "int")
+    source = frame(lake.spark, [make_row(1, 1)])
+    builder = table.merge(source, on=["k"]).when_matched().update({"n": "rowops_test_divide(s.n)"})
+    message = assert_unchanged(
+        lake, lambda: builder.execute("position-delete"), errors.SparkJobError, "ZeroDivisionError", "Help:"
+    )
+    assert "Traceback" not in message.splitlines()[0]
+
+
+def test_single_string_for_list_arguments(lake) -> None:  # type: ignore[no-untyped-def]
+    t = lake.create_table(
+        "db.p", frame(lake.spark, [make_row(1)]), partition_by="bucket(2, k)", sort_by="amt"
+    )
+    assert [f.name for f in t.metadata.spec().fields] == ["k_bucket"]
+    assert len(t.metadata.sort_order().fields) == 1

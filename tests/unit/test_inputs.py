@@ -9,7 +9,7 @@ from rowops.errors import CorruptLakeError, InvalidArgumentError, RowOpsError
 from rowops.exec.transforms import parse_partition_dirs
 from rowops.exec.types import to_iceberg_schema
 from rowops.meta.tables import build_partition_spec
-from rowops.spec.inputs import checked_call, merge_on, sql_text
+from rowops.spec.inputs import checked_call, merge_on, name_list, sql_text
 from rowops.spec.partitioning import parse_partition_by
 
 
@@ -51,3 +51,9 @@ def test_unexpected_partition_directory_is_a_rowops_error() -> None:
         with pytest.raises(CorruptLakeError) as caught:
             parse_partition_dirs(bad, spec, schema)
         assert isinstance(caught.value, RowOpsError) and "Help:" in str(caught.value)
+
+
+def test_name_lists() -> None:
+    assert name_list("bucket(4, k)", "partition_by") == ["bucket(4, k)"]
+    with pytest.raises(InvalidArgumentError, match="partition_by takes a list of strings"):
+        name_list([1], "partition_by")
