@@ -14,13 +14,16 @@ from rowops import errors
 from rowops.errors import (
     CardinalityViolationError,
     CommitConflictError,
+    InvalidArgumentError,
     RowOpsError,
     SchemaMismatchError,
     UnsupportedStrategyError,
 )
+from rowops.exec.validation import require_dataframe
 from rowops.lakehouse import Lakehouse
 from rowops.operations import explain as _explain
 from rowops.operations import run
+from rowops.spec.inputs import assignment_map, checked_call, merge_on, optional_sql
 from rowops.spec.operations import DeleteSpec, UpdateSpec, normalize_assignments, simple_merge_spec
 from rowops.spec.results import OperationResult
 from rowops.table import MergeBuilder, Table
@@ -46,6 +49,17 @@ __all__ = [
 ]
 
 
+def _table(target: object) -> Table:
+    """``target`` if it is a rowops Table (a name or a DataFrame is a common slip)."""
+    if isinstance(target, Table):
+        return target
+    raise InvalidArgumentError(
+        f"target must be a rowops Table, not {type(target).__module__}.{type(target).__qualname__}",
+        help="Open the table first: t = lake.table('db.name'), then pass t.",
+    )
+
+
+@checked_call
 def merge(
     source: DataFrame,
     target: Table,
@@ -66,22 +80,26 @@ def merge(
         when_not_matched_by_source: "delete" or None.
         strategy: "auto", "copy-on-write", "position-delete" or "equality-delete".
     """
-    spec = simple_merge_spec(on, when_matched, when_not_matched, when_not_matched_by_source)
-    return run(target, spec, source, strategy)
+    spec = simple_merge_spec(merge_on(on), when_matched, when_not_matched, when_not_matched_by_source)
+    return run(_table(target), spec, require_dataframe(source, "the MERGE source"), strategy)
 
 
+@checked_call
 def update(
     target: Table, set: Mapping[str, str], where: str | None = None, strategy: str = "auto"
 ) -> OperationResult:
     """UPDATE ``target`` SET col = expr ... WHERE ``where`` (Spark SQL)."""
-    return run(target, UpdateSpec(normalize_assignments(set), where), None, strategy)
+    spec = UpdateSpec(normalize_assignments(assignment_map(set, "set=")), optional_sql(where, "where="))
+    return run(_table(target), spec, None, strategy)
 
 
+@checked_call
 def delete(target: Table, where: str | None = None, strategy: str = "auto") -> OperationResult:
     """DELETE FROM ``target`` WHERE ``where`` (Spark SQL)."""
-    return run(target, DeleteSpec(where), None, strategy)
+    return run(_table(target), DeleteSpec(optional_sql(where, "where=")), None, strategy)
 
 
+@checked_call
 def explain(
     source: DataFrame | None,
     target: Table,
@@ -98,9 +116,12 @@ def explain(
     Shows the chosen encoding with the cost numbers behind it, the files scanned and pruned, whether
     the co-located join applies (and why not), and Spark's physical plan of the join.
     """
+    target = _table(target)
     if source is not None and on is not None:
-        spec = simple_merge_spec(on, when_matched, when_not_matched, when_not_matched_by_source)
-        return _explain(target, spec, source, strategy)
+        spec = simple_merge_spec(merge_on(on), when_matched, when_not_matched, when_not_matched_by_source)
+        return _explain(target, spec, require_dataframe(source, "the MERGE source"), strategy)
+    condition = optional_sql(where, "where=")
     if update_set is not None:
-        return _explain(target, UpdateSpec(normalize_assignments(update_set), where), None, strategy)
-    return _explain(target, DeleteSpec(where), None, strategy)
+        assignments = normalize_assignments(assignment_map(update_set, "update_set="))
+        return _explain(target, UpdateSpec(assignments, condition), None, strategy)
+    return _explain(target, DeleteSpec(condition), None, strategy)

@@ -38,6 +38,15 @@ class UnsupportedStorageError(InvalidInputError):
     )
 
 
+class InvalidArgumentError(InvalidInputError, TypeError):
+    """A public function was called with an unknown keyword or an argument of the wrong kind.
+
+    Also a ``TypeError``, as Python raises for a bad call.
+    """
+
+    help = "Check the argument names and types against the function's documentation (help(rowops.merge))."
+
+
 class InvalidIdentifierError(InvalidInputError):
     """A table or namespace name is not a valid, lake-contained identifier."""
 
@@ -103,10 +112,27 @@ class SchemaMismatchError(RowOpsError):
         super().__init__(message, help)
 
 
-class NullKeyError(InvalidInputError):
+class NullValueError(InvalidInputError):
+    """A NULL value would be written to a column declared NOT NULL (a required Iceberg field)."""
+
+    help = (
+        "Filter out or fill the NULLs (e.g. coalesce) before the operation, or declare the column nullable."
+    )
+
+
+class NullKeyError(NullValueError):
     """Key columns contain NULL where a key is required."""
 
     help = "Filter out or fill NULL keys in the source before the operation."
+
+
+class ValueOutOfRangeError(InvalidInputError):
+    """A value does not fit the type of the column it is written to (Spark's ANSI store assignment)."""
+
+    help = (
+        "Cast or round the values to the column's type before the operation, or filter out the rows "
+        "whose values do not fit; nothing was written."
+    )
 
 
 class DuplicateKeyError(InvalidInputError):
@@ -230,6 +256,18 @@ class ExecutorEnvironmentError(RowOpsError):
         "Give the executors a Python with rowops' dependencies (pyiceberg-core, pyroaring, pyarrow, pandas): "
         "set PYSPARK_PYTHON before the session starts, or ship a packed environment with --archives "
         "(and rowops itself with --py-files)."
+    )
+
+
+class SparkJobError(RowOpsError):
+    """A Spark job of the operation failed for a reason rowops does not recognize; nothing was committed.
+
+    The Spark exception is chained as ``__cause__``.
+    """
+
+    help = (
+        "Nothing was committed. Read Spark's error (this exception's cause): fix the input that "
+        "triggers it, or run the operation again if the cluster failed."
     )
 
 

@@ -13,17 +13,18 @@ from pyspark.sql import types as T
 from rowops.catalog.storage import sync_files
 from rowops.catalog.tables import TableCatalog, new_snapshot_id
 from rowops.commit.row_delta import apply
-from rowops.errors import InvalidInputError, TableAlreadyExistsError, is_cleanable
+from rowops.errors import TableAlreadyExistsError, is_cleanable
 from rowops.exec.session import configure, create_session
 from rowops.exec.types import to_iceberg_schema
+from rowops.exec.validation import require_dataframe
 from rowops.exec.write import staging
 from rowops.meta.files import TableFiles
 from rowops.meta.paths import local_path
 from rowops.meta.tables import new_metadata
 from rowops.operations import append_delta, spark_errors
 from rowops.spec.identifiers import TableIdentifier, parse_namespace
+from rowops.spec.inputs import check_properties, checked_call, name_list
 from rowops.spec.partitioning import parse_partition_by
-from rowops.spec.properties import validate_properties
 from rowops.spec.sorting import parse_sort_by
 from rowops.table import Table
 
@@ -72,6 +73,7 @@ class Lakehouse:
         """Remove a table from the lake (its files stay for lake-level time travel)."""
         self.catalog.drop(TableIdentifier.parse(name))
 
+    @checked_call
     def create_table(
         self,
         name: str,
@@ -87,7 +89,8 @@ class Lakehouse:
             name: ``namespace.table``.
             data: a DataFrame (its schema and rows) or a StructType (empty table).
             partition_by: identity columns and ``bucket(N, c)``, ``truncate(W, c)``, ``year/month/day/hour(c)``.
-            identifier: Iceberg identifier (key) columns; they become required.
+            identifier: Iceberg identifier (key) columns; they become required. Columns that are NOT NULL
+                in the schema (``nullable=False``) stay required too; NULLs written to them are rejected.
             properties: extra Iceberg table properties (e.g. ``write.distribution-mode``: ``hash``,
                 the default for partitioned tables, ``range`` or ``none``).
             sort_by: the table's sort order, ``column [ASC|DESC] [NULLS FIRST|LAST]`` per entry; every
@@ -96,18 +99,20 @@ class Lakehouse:
         ident = TableIdentifier.parse(name)
         if str(ident) in self.catalog.log.latest().tables:
             raise TableAlreadyExistsError(f"Table {ident} already exists in lakehouse {self.root}")
-        struct = data.schema if isinstance(data, DataFrame) else data
-        if not isinstance(struct, T.StructType):
-            raise InvalidInputError("create_table needs a DataFrame or a StructType as data")
-        validate_properties(properties or {})
-        fields = parse_partition_by(list(partition_by or ()))
+        struct = (
+            data
+            if isinstance(data, T.StructType)
+            else require_dataframe(data, "create_table's data (or a StructType)").schema
+        )
+        check_properties(properties or {})
+        fields = parse_partition_by(name_list(partition_by, "partition_by"))
         metadata = new_metadata(
             to_iceberg_schema(struct),
             fields,
-            list(identifier or ()),
+            name_list(identifier, "identifier"),
             self.catalog.location(ident),
             properties,
-            parse_sort_by(list(sort_by or ())),
+            parse_sort_by(name_list(sort_by, "sort_by")),
         )
         if isinstance(data, DataFrame):
             self._create_with_rows(ident, data, metadata)

@@ -5,6 +5,7 @@ spec ─► plan (pre-scan, pruning, cost-based choice) ─► exec (scan/join/w
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,12 +16,21 @@ from py4j.protocol import Py4JJavaError
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation
-from pyspark.errors import AnalysisException, PythonException
+from pyspark.errors import AnalysisException, PySparkException
 
 from rowops.catalog.tables import LoadedTable
 from rowops.commit.read_set import ReadSet
 from rowops.commit.row_delta import RowDelta
-from rowops.errors import CardinalityViolationError, InvalidExpressionError, NoSuchColumnError, NullKeyError
+from rowops.errors import (
+    CardinalityViolationError,
+    InvalidExpressionError,
+    NoSuchColumnError,
+    NullKeyError,
+    NullValueError,
+    RowOpsError,
+    SparkJobError,
+    ValueOutOfRangeError,
+)
 from rowops.exec import strategies
 from rowops.exec.changes import (
     RowChanges,
@@ -38,8 +48,8 @@ from rowops.exec.source import evaluate_once, release
 from rowops.exec.stats import in_memory_bytes
 from rowops.exec.strategies import WriteContext, Written
 from rowops.exec.summary import summarize
-from rowops.exec.validation import check_source
-from rowops.exec.write import NULL_MARKER, Staging, staging, write_data
+from rowops.exec.validation import check_assignments, check_source, table_frame
+from rowops.exec.write import NULL_MARKER, OUT_OF_RANGE_MARKER, Staging, staging, write_data
 from rowops.meta.files import LiveFile, TableFiles, data_files_from_parquet, live_files
 from rowops.plan.colocation import DISABLED as COLOCATION_DISABLED
 from rowops.plan.colocation import JoinLayout, plan_join
@@ -61,6 +71,34 @@ if TYPE_CHECKING:
 DEFAULT_COLOCATED_MAX_BYTES = 256 * 1024 * 1024
 
 
+_PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
+
+
+def _marked(text: str, marker: str) -> str | None:
+    """The first line of a rowops error raised inside a Spark job (after its marker), if any."""
+    if marker not in text:
+        return None
+    return text[text.index(marker) :].splitlines()[0].split(": ", 1)[-1]
+
+
+def _job_error(context: str, exc: Exception) -> RowOpsError:
+    """The rowops error of a failed Spark job: rowops' own markers first, else Spark's root cause."""
+    text = str(exc)
+    if (null := _marked(text, NULL_MARKER)) is not None:
+        error = NullKeyError if "identifier field" in null else NullValueError
+        return error(f"NULL in a required column: {null}")
+    if (overflow := _marked(text, OUT_OF_RANGE_MARKER)) is not None:
+        return ValueOutOfRangeError(f"A value does not fit its column in {context}: {overflow}")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    causes = [line.removeprefix("Caused by: ") for line in lines if line.startswith("Caused by: ")]
+    heads = [line.lstrip(": ") for line in lines if not line.startswith(("An error occurred", "at "))]
+    summary = causes[-1] if causes else heads[0] if heads else type(exc).__name__
+    python = [line for line in lines if _PYTHON_ERROR.match(line)]
+    if python and ("Traceback" in summary or "Python worker" in summary):
+        summary = python[-1]  # a Python worker's error: its last line says what went wrong
+    return SparkJobError(f"Spark failed in {context}: {summary[:500]}")
+
+
 @contextmanager
 def spark_errors(context: str) -> Iterator[None]:
     """Translate Spark's analysis and runtime errors into rowops errors at one boundary."""
@@ -69,12 +107,8 @@ def spark_errors(context: str) -> Iterator[None]:
     except AnalysisException as exc:
         lines = [line.strip() for line in str(exc).splitlines() if line.strip() and not line.startswith("==")]
         raise InvalidExpressionError(f"Invalid SQL in {context}: {' '.join(lines[:3])[:500]}") from exc
-    except (Py4JJavaError, PythonException) as exc:
-        text = str(exc)
-        if NULL_MARKER in text:
-            detail = text[text.index(NULL_MARKER) :].splitlines()[0]
-            raise NullKeyError(f"NULL in a required column: {detail.split(': ', 1)[-1]}") from exc
-        raise
+    except (Py4JJavaError, PySparkException) as exc:
+        raise _job_error(context, exc) from exc
 
 
 def describe(spec: OperationSpec) -> str:
@@ -100,9 +134,14 @@ def _check_columns(names: list[str], loaded: LoadedTable, context: str) -> None:
         raise NoSuchColumnError(f"Unknown column(s) {unknown} in {context}; table columns are {known}")
 
 
-def _validate(spec: OperationSpec, source: DataFrame | None, loaded: LoadedTable) -> None:
+def _validate(
+    spec: OperationSpec, source: DataFrame | None, loaded: LoadedTable, spark: SparkSession
+) -> None:
+    schema = loaded.metadata.schema()
     if isinstance(spec, UpdateSpec):
         _check_columns([c for c, _ in spec.assignments], loaded, "set=")
+        with spark_errors(describe(spec)):
+            check_assignments(table_frame(spark, schema), spec.assignments, schema, "UPDATE SET")
     if not isinstance(spec, MergeSpec) or source is None:
         return
     if spec.on_columns is not None:
@@ -114,7 +153,13 @@ def _validate(spec: OperationSpec, source: DataFrame | None, loaded: LoadedTable
     for clause in spec.clauses:
         _check_columns([c for c, _ in clause.assignments or ()], loaded, clause.describe())
     if any(c.assignments is None and c.action != "delete" for c in spec.clauses):
-        check_source(source.schema, loaded.metadata.schema(), allow_extra=spec.on_columns is None)
+        check_source(source.schema, schema)
+    explicit = [c for c in spec.clauses if c.assignments]
+    if explicit:
+        joined = table_frame(spark, schema).alias("t").crossJoin(source.alias("s"))
+        for clause in explicit:
+            with spark_errors(clause.describe()):
+                check_assignments(joined, clause.assignments or (), schema, clause.describe())
 
 
 @dataclass(frozen=True)
@@ -177,7 +222,7 @@ def _resolved(
     """``spec`` with column names spelled as the table spells them, every expression checked."""
     spark, schema = table.lake.spark, loaded.metadata.schema()
     spec = resolve_spec(spec, schema.column_names, case_sensitive(spark))
-    _validate(spec, source, loaded)
+    _validate(spec, source, loaded, spark)
     check_expressions(spark, spec, schema, source.schema if source is not None else None)
     return spec
 
@@ -500,7 +545,7 @@ def _commit(
 
 def append_delta(df: DataFrame, metadata: TableMetadata, stage: Staging) -> RowDelta:
     """Write ``df``'s rows (checked against the table schema) and describe them as an append."""
-    check_source(df.schema, metadata.schema(), allow_extra=False)
+    check_source(df.schema, metadata.schema())
     written = write_data(df, metadata, stage.next_dir("data"))
     added = tuple(data_files_from_parquet(written, metadata))
     return RowDelta(

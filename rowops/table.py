@@ -12,8 +12,10 @@ from rowops import operations
 from rowops.catalog.tables import LoadedTable
 from rowops.errors import InvalidInputError
 from rowops.exec.scan import scan
+from rowops.exec.validation import require_dataframe
 from rowops.meta.files import TableFiles, live_files
 from rowops.spec.identifiers import TableIdentifier
+from rowops.spec.inputs import assignment_map, check_properties, checked_call, merge_on, optional_sql
 from rowops.spec.operations import (
     DeleteSpec,
     MergeClause,
@@ -22,7 +24,6 @@ from rowops.spec.operations import (
     key_condition,
     normalize_assignments,
 )
-from rowops.spec.properties import validate_properties
 from rowops.spec.results import OperationResult
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ class Table:
         """Live data and delete files of a snapshot (metadata only)."""
         return live_files(self.metadata, self.lake.catalog.io, snapshot_id)
 
+    @checked_call
     def to_df(self, snapshot_id: int | None = None) -> DataFrame:
         """A Spark DataFrame of the snapshot's rows with all position and equality deletes applied."""
         metadata = self.metadata
@@ -96,10 +98,12 @@ class Table:
         files = live_files(metadata, self.lake.catalog.io, snapshot_id)
         return scan(self.lake.spark, metadata.schema(), files)
 
+    @checked_call
     def append(self, df: DataFrame) -> OperationResult:
         """Append rows (columns by name; types must fit the table)."""
-        return operations.append(self, df)
+        return operations.append(self, require_dataframe(df, "append's df"))
 
+    @checked_call
     def merge(self, source: DataFrame, on: str | list[str]) -> MergeBuilder:
         """Start a MERGE of ``source`` (alias ``s``) into this table (alias ``t``).
 
@@ -107,17 +111,20 @@ class Table:
             source: the change rows.
             on: a Spark SQL join condition using ``t.`` and ``s.``, or a list of key columns.
         """
-        return MergeBuilder(self, source, on)
+        return MergeBuilder(self, require_dataframe(source, "the MERGE source"), on)
 
+    @checked_call
     def update(
         self, set: Mapping[str, str], where: str | None = None, strategy: str = "auto"
     ) -> OperationResult:
         """UPDATE the rows matching ``where`` with ``set`` (column -> Spark SQL expression)."""
-        return operations.run(self, UpdateSpec(normalize_assignments(set), where), None, strategy)
+        spec = UpdateSpec(normalize_assignments(assignment_map(set, "set=")), optional_sql(where, "where="))
+        return operations.run(self, spec, None, strategy)
 
+    @checked_call
     def delete(self, where: str | None = None, strategy: str = "auto") -> OperationResult:
         """DELETE the rows matching ``where`` (all rows when None)."""
-        return operations.run(self, DeleteSpec(where), None, strategy)
+        return operations.run(self, DeleteSpec(optional_sql(where, "where=")), None, strategy)
 
     def set_properties(self, **properties: str) -> None:
         """Set Iceberg table properties, e.g. ``rowops.read-weight``, ``rowops.strategy``,
@@ -126,9 +133,10 @@ class Table:
         Pass keys with dots as ``set_properties(**{"rowops.read-weight": "3"})``.
         """
         values = {k: str(v) for k, v in properties.items()}
-        validate_properties(values)
+        check_properties(values)
         self.lake.catalog.set_properties(self.load(), values)
 
+    @checked_call
     def rollback_to(self, snapshot_id: int) -> None:
         """Make ``snapshot_id`` the current snapshot again (a new lake version; history is kept).
 
@@ -147,21 +155,27 @@ class MergeBuilder:
     def __init__(self, table: Table, source: DataFrame, on: str | list[str]) -> None:
         self._table = table
         self._source = source
-        if isinstance(on, str) and ("." in on or "=" in on):
-            self._on, self._on_columns = on, None
+        checked = merge_on(on)
+        if isinstance(checked, str) and ("." in checked or "=" in checked):
+            self._on, self._on_columns = checked, None
         else:
-            cols = [on] if isinstance(on, str) else list(on)
+            cols = [checked] if isinstance(checked, str) else list(checked)
             self._on, self._on_columns = key_condition(cols), tuple(cols)
         self._clauses: list[MergeClause] = []
 
+    @checked_call
     def when_matched(self, condition: str | None = None) -> _ClauseBuilder:
-        return _ClauseBuilder(self, "matched", condition)
+        return _ClauseBuilder(self, "matched", optional_sql(condition, "when_matched(condition)"))
 
+    @checked_call
     def when_not_matched(self, condition: str | None = None) -> _ClauseBuilder:
-        return _ClauseBuilder(self, "not_matched", condition)
+        return _ClauseBuilder(self, "not_matched", optional_sql(condition, "when_not_matched(condition)"))
 
+    @checked_call
     def when_not_matched_by_source(self, condition: str | None = None) -> _ClauseBuilder:
-        return _ClauseBuilder(self, "not_matched_by_source", condition)
+        return _ClauseBuilder(
+            self, "not_matched_by_source", optional_sql(condition, "when_not_matched_by_source(condition)")
+        )
 
     def _add(self, clause: MergeClause) -> MergeBuilder:
         self._clauses.append(clause)
@@ -170,9 +184,11 @@ class MergeBuilder:
     def spec(self) -> MergeSpec:
         return MergeSpec(on=self._on, clauses=tuple(self._clauses), on_columns=self._on_columns)
 
+    @checked_call
     def execute(self, strategy: str = "auto") -> OperationResult:
         return operations.run(self._table, self.spec(), self._source, strategy)
 
+    @checked_call
     def explain(self, strategy: str = "auto") -> str:
         """The plan of this MERGE (nothing is written)."""
         return operations.explain(self._table, self.spec(), self._source, strategy)
@@ -183,9 +199,11 @@ class _ClauseBuilder:
         self._parent, self._match, self._condition = parent, match, condition
 
     def _clause(self, action: str, assignments: Mapping[str, str] | None) -> MergeBuilder:
-        values = normalize_assignments(assignments) if assignments is not None else None
+        what = f"{self._match}().{action}()"
+        values = normalize_assignments(assignment_map(assignments, what)) if assignments is not None else None
         return self._parent._add(MergeClause(self._match, action, self._condition, values))  # type: ignore[arg-type]
 
+    @checked_call
     def update(self, assignments: Mapping[str, str]) -> MergeBuilder:
         return self._clause("update", assignments)
 
@@ -195,6 +213,7 @@ class _ClauseBuilder:
     def delete(self) -> MergeBuilder:
         return self._clause("delete", None)
 
+    @checked_call
     def insert(self, values: Mapping[str, str]) -> MergeBuilder:
         return self._clause("insert", values)
 

@@ -34,6 +34,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from rowops.errors import CorruptLakeError
+
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 # Spark's hash(a, b) is murmur3_32 of b seeded with murmur3_32(a, seed=42). This int hashes to 0, so
 # hash(ZERO_SEED_INT, v) is murmur3_32(v, seed=0) on the JVM, exactly Iceberg's bucket hash for a long.
@@ -184,10 +186,16 @@ def parse_value(value: str, result_type: IcebergType) -> object:
 def parse_partition_dirs(relative_dir: str, spec: PartitionSpec, schema: Schema) -> tuple[object, ...]:
     """Partition tuple from a relative directory such as ``k_bucket_part=v3/g_part=vx``."""
     values = [part.split("=", 1)[1] for part in relative_dir.split("/") if "=" in part]
-    if len(values) != len(spec.fields):
-        raise ValueError(f"Unexpected partition directory {relative_dir!r} for spec {spec}")
     types = [f.transform.result_type(schema.find_field(f.source_id).field_type) for f in spec.fields]
-    return tuple(parse_dir_value(v, t) for v, t in zip(values, types, strict=True))
+    try:
+        if len(values) != len(spec.fields):
+            raise ValueError("wrong number of partition directories")
+        return tuple(parse_dir_value(v, t) for v, t in zip(values, types, strict=True))
+    except ValueError as exc:
+        raise CorruptLakeError(
+            f"Unexpected partition directory {relative_dir!r} for spec {spec} in a staging directory: {exc}",
+            help="Nothing was committed; another process may have written into the table's data/ folder. Retry.",
+        ) from exc
 
 
 def parse_dir_value(text: str, result_type: IcebergType) -> object:

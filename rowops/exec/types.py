@@ -63,9 +63,10 @@ def to_iceberg_type(t: T.DataType, column: str) -> IcebergType:
 
 
 def to_iceberg_schema(struct: T.StructType) -> Schema:
-    """A fresh Iceberg schema (ids 1..n) for a Spark schema; all columns optional."""
+    """A fresh Iceberg schema (ids 1..n) for a Spark schema; a NOT NULL field (``nullable=False``)
+    becomes a required Iceberg field, as in Spark's ``CREATE TABLE (c INT NOT NULL)``."""
     fields = [
-        NestedField(i + 1, f.name, to_iceberg_type(f.dataType, f.name), required=False)
+        NestedField(i + 1, f.name, to_iceberg_type(f.dataType, f.name), required=not f.nullable)
         for i, f in enumerate(struct.fields)
     ]
     return Schema(*fields)

@@ -1,12 +1,24 @@
-"""Checks of a source DataFrame's schema against the target table (before any job runs)."""
+"""Checks of incoming data against the target table, before any job runs.
+
+The type rules are Spark's ANSI store assignment (``spark.sql.storeAssignmentPolicy=ANSI``, Spark's
+default; ``Cast.canANSIStoreAssign``): a value may be written to a column when the cast is
+reasonable — numeric to numeric (overflow is checked at run time, see ``exec/write.py``), anything
+atomic to string, between date and the timestamps — and never from a string to a number, a date
+or a boolean. The same rules apply to MERGE ``UPDATE SET *``/``INSERT *`` (source columns by name),
+explicit assignments of MERGE and UPDATE (the analyzed type of each expression) and appends.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyiceberg.schema import Schema
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from rowops.errors import SchemaMismatchError
-from rowops.exec.types import to_spark_type
+from rowops.errors import InvalidArgumentError, SchemaMismatchError
+from rowops.exec.types import to_spark_schema, to_spark_type
 
 _WIDENING: dict[type[T.DataType], tuple[type[T.DataType], ...]] = {
     T.ByteType: (T.ShortType, T.IntegerType, T.LongType),
@@ -14,48 +26,132 @@ _WIDENING: dict[type[T.DataType], tuple[type[T.DataType], ...]] = {
     T.IntegerType: (T.LongType,),
     T.FloatType: (T.DoubleType,),
 }
+_DATETIME = (T.DateType, T.TimestampType, T.TimestampNTZType)
+_ATOMIC = (T.NumericType, T.StringType, T.BinaryType, T.BooleanType, *_DATETIME)
+
+STORE_HELP = (
+    "Spark's ANSI store assignment allows numeric <-> numeric, any value -> string and date <-> timestamp; "
+    "convert other values explicitly, e.g. CAST(s.amount AS BIGINT)."
+)
 
 
-def can_write(source: T.DataType, target: T.DataType) -> bool:
-    """Whether values of ``source`` type fit ``target`` without loss (safe widening only)."""
+def widens(source: T.DataType, target: T.DataType) -> bool:
+    """Whether every value of ``source`` type fits ``target`` exactly (no run-time check needed).
+
+    >>> widens(T.IntegerType(), T.LongType()), widens(T.DecimalType(8, 2), T.DecimalType(7, 2))
+    (True, False)
+    """
     if isinstance(source, T.NullType) or source == target:
         return True
     if isinstance(source, T.DecimalType) and isinstance(target, T.DecimalType):
-        return source.scale == target.scale and source.precision <= target.precision
+        return (
+            source.scale <= target.scale
+            and source.precision - source.scale <= target.precision - target.scale
+        )
     return any(isinstance(target, cls) for cls in _WIDENING.get(type(source), ()))
 
 
-def check_source(source: T.StructType, schema: Schema, *, allow_extra: bool, what: str = "source") -> None:
+def can_store_assign(source: T.DataType, target: T.DataType) -> bool:
+    """Spark's ANSI store-assignment rule for rowops' primitive types (``Cast.canANSIStoreAssign``).
+
+    >>> can_store_assign(T.StringType(), T.LongType()), can_store_assign(T.LongType(), T.StringType())
+    (False, True)
+    >>> can_store_assign(T.DecimalType(8, 2), T.DecimalType(7, 2))  # overflow is checked at run time
+    True
+    """
+    if source == target or isinstance(source, T.NullType):
+        return True
+    if isinstance(source, T.NumericType) and isinstance(target, T.NumericType):
+        return True
+    if isinstance(target, T.StringType):
+        return isinstance(source, _ATOMIC)
+    return isinstance(source, _DATETIME) and isinstance(target, _DATETIME)
+
+
+def _incompatible(name: str, source: T.DataType, target: T.DataType) -> str:
+    return f"{name} ({source.simpleString()} -> {target.simpleString()})"
+
+
+def check_source(source: T.StructType, schema: Schema, what: str = "source") -> None:
     """Raise :class:`SchemaMismatchError` naming missing, extra and incompatible columns.
+
+    Every table column must come from a source column of the same name whose type can be stored in it
+    (:func:`can_store_assign`); a source column the table does not have is an error too (rowops does
+    not evolve schemas; select the table's columns first). Nullability is checked at run time.
 
     Args:
         source: schema of the incoming DataFrame.
         schema: the table schema.
-        allow_extra: accept columns the table does not have (they are ignored).
         what: how to call the incoming data in messages.
     """
     fields = {f.name: f.dataType for f in source.fields}
     missing = [n for n in schema.column_names if n not in fields]
-    extra = [] if allow_extra else [n for n in fields if n not in schema.column_names]
+    extra = [n for n in fields if n not in schema.column_names]
     incompatible = []
     for column in schema.fields:
-        if column.name in fields:
-            target_type = to_spark_type(column.field_type)
-            if not can_write(fields[column.name], target_type):
-                incompatible.append(
-                    f"{column.name} ({fields[column.name].simpleString()} -> {target_type.simpleString()})"
-                )
-    if missing or extra or incompatible:
-        parts = []
-        if missing:
-            parts.append(f"missing columns {missing}")
+        target_type = to_spark_type(column.field_type)
+        if column.name in fields and not can_store_assign(fields[column.name], target_type):
+            incompatible.append(_incompatible(column.name, fields[column.name], target_type))
+    parts = []
+    if missing:
+        parts.append(f"missing columns {missing}")
+    if extra:
+        parts.append(f"extra columns {extra} (not in the table)")
+    if incompatible:
+        parts.append(f"incompatible types {incompatible}")
+    if parts:
+        helps = ["Select, rename or cast the source columns so that they match the table schema"]
         if extra:
-            parts.append(f"extra columns {extra}")
-        if incompatible:
-            parts.append(f"incompatible types {incompatible}")
+            helps.append(f"drop the extra columns (e.g. df.drop({', '.join(map(repr, extra))}))")
         raise SchemaMismatchError(
             f"The {what} does not match the table schema: {'; '.join(parts)}",
             missing=missing,
             extra=extra,
             incompatible=incompatible,
+            help="; ".join(helps) + (f". {STORE_HELP}" if incompatible else "."),
         )
+
+
+def table_frame(spark: SparkSession, schema: Schema) -> DataFrame:
+    """An empty DataFrame with the table's columns, to analyze expressions against (no job runs)."""
+    return spark.createDataFrame([], to_spark_schema(schema))
+
+
+def check_assignments(
+    frame: DataFrame, assignments: Sequence[tuple[str, str]], schema: Schema, what: str
+) -> None:
+    """Raise :class:`SchemaMismatchError` when an assigned expression's type cannot be stored in its column.
+
+    Args:
+        frame: the rows the expressions are evaluated on (only analyzed, never run).
+        assignments: ``(column, Spark SQL expression)`` pairs.
+        what: the clause, for messages (e.g. ``UPDATE SET``).
+    """
+    if not assignments:
+        return
+    analyzed = frame.select(*[F.expr(e).alias(f"_{i}") for i, (_, e) in enumerate(assignments)]).schema
+    incompatible = []
+    for (column, expression), field in zip(assignments, analyzed.fields, strict=True):
+        target = to_spark_type(schema.find_field(column).field_type)
+        if not can_store_assign(field.dataType, target):
+            incompatible.append(
+                f"{column} = {expression} ({field.dataType.simpleString()} -> {target.simpleString()})"
+            )
+    if incompatible:
+        raise SchemaMismatchError(
+            f"{what}: cannot store {'; '.join(incompatible)}",
+            incompatible=[i.split(" = ", 1)[0] for i in incompatible],
+            help=STORE_HELP,
+        )
+
+
+def require_dataframe(value: object, what: str) -> DataFrame:
+    """``value`` if it is a Spark DataFrame, else :class:`InvalidArgumentError` saying how to make one."""
+    if isinstance(value, DataFrame):
+        return value
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    hint = "spark.createDataFrame(pandas_df)" if "pandas" in kind else "spark.createDataFrame(rows, schema)"
+    raise InvalidArgumentError(
+        f"{what} must be a pyspark.sql.DataFrame, not {kind}",
+        help=f"Pass a Spark DataFrame, e.g. {hint} (rowops never collects rows to the driver).",
+    )

@@ -32,10 +32,12 @@ from rowops.exec.scan import FILE_COL, POS_COL, file_uris
 from rowops.exec.stats import UNKNOWN_SIZE, plan_bytes
 from rowops.exec.transforms import hidden_names, parse_partition_dirs, partition_value
 from rowops.exec.types import FIELD_ID_KEY, to_spark_type
+from rowops.exec.validation import widens
 from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, WrittenFile
 from rowops.meta.paths import from_hadoop_uri, local_path, to_uri
 
 NULL_MARKER = "ROWOPS_NULL_IN_REQUIRED_COLUMN"
+OUT_OF_RANGE_MARKER = "ROWOPS_VALUE_OUT_OF_RANGE"
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
 _FILE_INDEX = "data_file_index"
 
@@ -138,13 +140,37 @@ def save(
     return found
 
 
-def _typed_columns(schema: Schema) -> list[Column]:
-    """Table columns cast to their Spark types, with field ids and NULL checks on required columns."""
+def _stored(name: str, source: T.DataType | None, target: T.DataType) -> Column:
+    """Column ``name`` cast to ``target`` by Spark's ANSI store assignment: a value that does not fit
+    (numeric overflow, NaN into a decimal) raises instead of becoming NULL, whatever the session's
+    ``spark.sql.ansi.enabled`` (``try_cast`` gives NULL for exactly those values)."""
+    col = F.col(f"`{name}`")
+    if source is None or widens(source, target):
+        return col.cast(target)
+    quoted = name.replace("`", "``")
+    stored = F.expr(f"try_cast(`{quoted}` AS {target.simpleString()})")
+    message = F.concat(
+        F.lit(f"{OUT_OF_RANGE_MARKER}: column {name} ({source.simpleString()} -> {target.simpleString()}): "),
+        col.cast("string"),
+    )
+    return F.when(col.isNotNull() & stored.isNull(), F.raise_error(message)).otherwise(stored)
+
+
+def _typed_columns(schema: Schema, source: T.StructType | None = None) -> list[Column]:
+    """Table columns stored in their Spark types, with field ids and NULL checks on required columns.
+
+    Args:
+        schema: the columns to write.
+        source: the incoming rows' schema; casts that may not fit get a run-time check.
+    """
+    types = {f.name: f.dataType for f in source.fields} if source is not None else {}
+    identifier = set(schema.identifier_field_ids)
     columns = []
     for f in schema.fields:
-        col = F.col(f"`{f.name}`").cast(to_spark_type(f.field_type))
+        col = _stored(f.name, types.get(f.name), to_spark_type(f.field_type))
         if f.required:
-            message = F.lit(f"{NULL_MARKER}: column {f.name} is required (an Iceberg identifier field)")
+            kind = " (an identifier field)" if f.field_id in identifier else ""
+            message = F.lit(f"{NULL_MARKER}: column {f.name} is declared NOT NULL{kind}")
             col = F.when(col.isNull(), F.raise_error(message)).otherwise(col)
         columns.append(col.alias(f.name, metadata={FIELD_ID_KEY: f.field_id}))
     return columns
@@ -179,7 +205,7 @@ def write_rows(
         sort: the order of rows within each file (the table's sort order for data files).
     """
     spec = metadata.spec()
-    typed = df.select(*_typed_columns(schema))
+    typed = df.select(*_typed_columns(schema, df.schema))
     hidden = hidden_names(spec, metadata.schema())
     order = list(sort)
     ranged = bool(order) and distribution_mode(metadata) == "range"

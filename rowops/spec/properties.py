@@ -1,4 +1,4 @@
-"""Table properties rowops reads, validated where they are set and where they are used.
+"""Table properties rowops reads, validated where they are used (``spec/inputs.py`` checks them where set).
 
 >>> isolation_level({})
 'serializable'
@@ -32,8 +32,3 @@ def isolation_level(properties: Mapping[str, str]) -> str:
             help=f'Set it with table.set_properties(**{{"{ISOLATION_LEVEL}": "serializable"}}) (or "snapshot").',
         )
     return level
-
-
-def validate_properties(properties: Mapping[str, str]) -> None:
-    """Reject values of rowops' own properties that the operations would refuse later."""
-    isolation_level(properties)

@@ -7,12 +7,20 @@ PyIceberg (where it can apply the deletes) and Iceberg's Java reader.
 from __future__ import annotations
 
 import pytest
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 import rowops
-from rowops.errors import UnsupportedStrategyError
+from rowops.errors import (
+    NullValueError,
+    SchemaMismatchError,
+    SparkJobError,
+    UnsupportedStrategyError,
+    ValueOutOfRangeError,
+)
 from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, SCHEMA, Layout, Oracle, fingerprint, frame, make_row
+from tests.spark.test_errors import assert_unchanged
 
 N = 60
 
@@ -71,7 +79,7 @@ def test_conditional_merge_builder(lake, strategy, java) -> None:  # type: ignor
         .when_matched()
         .update({"n": "s.n + t.n", "s": "concat(t.s, '+')"})
         .when_not_matched()
-        .insert_all()
+        .insert({c: f"s.{c}" for c in COLUMNS})  # the source's extra column op is not inserted
         .when_not_matched_by_source("t.k >= 50")
         .delete()
     )
@@ -149,3 +157,114 @@ def test_mixed_strategies_in_sequence(lake, layout, java) -> None:  # type: igno
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
     # time travel: the first snapshot is still readable as it was
     assert_readers_agree(table, [make_row(k) for k in range(N)], COLUMNS, java=None, snapshot_id=first)
+
+
+def _source_with(lake, rows, **columns):  # type: ignore[no-untyped-def]
+    """Test rows with some columns replaced by SQL expressions (e.g. a wider type)."""
+    df = frame(lake.spark, rows)
+    for name, expression in columns.items():
+        df = df.withColumn(name, F.expr(expression))
+    return df
+
+
+def test_assignment_of_string_to_number_is_rejected(lake, strategy) -> None:  # type: ignore[no-untyped-def]
+    """Spark's ANSI store assignment: a string is never stored in a numeric column (no NULL written)."""
+    table, _ = create(lake, Layout("bucket", ("bucket(4, k)",), ("k",)))
+    source = frame(lake.spark, [make_row(1, 1), make_row(100, 1)])
+    attempts = [
+        lambda: rowops.update(table, set={"n": "'abc'"}, where="k = 1", strategy=strategy),
+        lambda: table.merge(source, on=["k"]).when_matched().update({"n": "'abc'"}).execute(strategy),
+        lambda: (
+            table.merge(source, on="t.k = s.k")
+            .when_not_matched()
+            .insert({"k": "s.k", "amt": "s.s"})
+            .execute(strategy)
+        ),
+    ]
+    for attempt in attempts:
+        message = assert_unchanged(lake, attempt, SchemaMismatchError, "string -> ", "Help:")
+        assert "n = 'abc'" in message or "amt = s.s" in message
+
+
+def test_narrower_decimal_is_accepted_and_overflow_fails(lake, strategy, java) -> None:  # type: ignore[no-untyped-def]
+    """A decimal(11,2) source column (``amt + 1``) goes into the decimal(10,2) column; a value that does
+    not fit fails the whole operation at run time instead of becoming NULL."""
+    layout = Layout("bucket", ("bucket(4, k)",), ("k",))
+    table, oracle = create(lake, layout)
+    changes = [make_row(k, 1) for k in (2, 3, 100)]
+    source = _source_with(lake, changes, amt="amt + 1")
+    assert source.schema["amt"].dataType == T.DecimalType(11, 2)
+    rowops.merge(source, table, on=["k"], strategy=strategy)
+    oracle.upsert([(*r[:3], r[3] + 1, *r[4:]) for r in changes])
+    assert_readers_agree(table, oracle.values(), COLUMNS, java)
+    overflow = _source_with(
+        lake, [make_row(5, 2), make_row(6, 2)], amt="amt + CAST(123456789 AS DECIMAL(11, 2))"
+    )
+    assert_unchanged(
+        lake,
+        lambda: rowops.merge(overflow, table, on=["k"], strategy=strategy),
+        ValueOutOfRangeError,
+        "amt",
+        "-> decimal(10,2)",
+        "Help:",
+    )
+    if strategy != "equality-delete":
+        assert_unchanged(
+            lake,
+            lambda: rowops.update(table, set={"g": "k * 10000000000"}, where="k = 7", strategy=strategy),
+            ValueOutOfRangeError,
+            "bigint -> int",
+        )
+        rowops.update(table, set={"g": "k * 2"}, where="k = 7", strategy=strategy)  # bigint that fits
+        oracle.upsert([(7, 14, *oracle.rows[(7,)][2:])])
+    assert_readers_agree(table, oracle.values(), COLUMNS, java)
+
+
+@pytest.mark.parametrize("on", [["k"], "t.k = s.k"])
+def test_new_source_column_is_an_error_for_both_on_forms(lake, strategy, on) -> None:  # type: ignore[no-untyped-def]
+    table, _ = create(lake, Layout("bucket", ("bucket(4, k)",), ("k",)))
+    source = _source_with(lake, [make_row(1, 1), make_row(100, 1)], zz="k + 1")
+    builder = table.merge(source, on=on).when_matched().update_all().when_not_matched().insert_all()
+    error = assert_unchanged(lake, lambda: builder.execute(strategy), SchemaMismatchError, "zz", "Help:")
+    assert "extra columns" in error
+
+
+def test_not_null_columns_are_kept_and_enforced(lake, strategy, java) -> None:  # type: ignore[no-untyped-def]
+    """A NOT NULL field of the input schema stays required; NULL written to it fails, nothing changes."""
+    schema = T.StructType([T.StructField(f.name, f.dataType, f.name != "n") for f in SCHEMA.fields])
+    rows = [make_row(k) for k in range(N)]
+    table = lake.create_table(
+        "db.t", lake.spark.createDataFrame(rows, schema), partition_by=["bucket(4, k)"], identifier=["k"]
+    )
+    assert [f.name for f in table.schema.fields if f.required] == ["k", "n"]
+    assert_readers_agree(table, rows, COLUMNS, java)
+    nulls = frame(lake.spark, [make_row(3, 1), (200, *make_row(200, 1)[1:-1], None)])  # nullable source: fine
+    assert_unchanged(
+        lake,
+        lambda: rowops.merge(nulls, table, on=["k"], strategy=strategy),
+        NullValueError,
+        "column n is declared NOT NULL",
+        "Help:",
+    )
+    assert_unchanged(lake, lambda: table.append(nulls), NullValueError, "column n")
+    if strategy != "equality-delete":
+        assert_unchanged(
+            lake,
+            lambda: rowops.update(table, set={"n": "NULL"}, where="k = 4", strategy=strategy),
+            NullValueError,
+            "column n",
+        )
+    rowops.merge(frame(lake.spark, [make_row(3, 1)]), table, on=["k"], strategy=strategy)
+    assert_readers_agree(table, [make_row(3, 1) if r[0] == 3 else r for r in rows], COLUMNS, java)
+
+
+def test_spark_failure_inside_the_job_is_a_rowops_error(lake, strategy) -> None:  # type: ignore[no-untyped-def]
+    """An error Spark raises while running the operation arrives as SparkJobError; nothing is written."""
+    table, _ = create(lake, Layout("bucket", ("bucket(4, k)",), ("k",)))
+    source = frame(lake.spark, [make_row(1, 1), make_row(100, 1)])
+    boom = table.merge(source, on=["k"]).when_matched().update({"s": "raise_error('boom ' || s.k)"})
+    if strategy == "equality-delete":
+        assert_unchanged(lake, lambda: boom.execute(strategy), UnsupportedStrategyError)
+        return
+    message = assert_unchanged(lake, lambda: boom.execute(strategy), SparkJobError, "boom 1", "Help:")
+    assert "Py4J" not in message.splitlines()[0]
