@@ -153,7 +153,7 @@ def _validate(
     for clause in spec.clauses:
         _check_columns([c for c, _ in clause.assignments or ()], loaded, clause.describe())
     if any(c.assignments is None and c.action != "delete" for c in spec.clauses):
-        check_source(source.schema, schema)
+        check_source(source.schema, schema, case_sensitive=case_sensitive(spark))
     explicit = [c for c in spec.clauses if c.assignments]
     if explicit:
         joined = table_frame(spark, schema).alias("t").crossJoin(source.alias("s"))
@@ -269,7 +269,8 @@ def _plan(
         estimate = _estimate(
             files, candidates, keyed.rows, keys, loaded, set(keyed.ranges.by_partition), read_weight
         )
-    decision = choose_strategy(strategy, spec, facts, estimate, read_weight, pinned)
+    unique = keyed.keys_unique if keyed else None
+    decision = choose_strategy(strategy, spec, facts, estimate, read_weight, pinned, unique)
     layout = _join_layout(spec, source, keyed, decision, loaded, candidates)
     report = PlanReport(
         operation=describe(spec),
@@ -545,7 +546,7 @@ def _commit(
 
 def append_delta(df: DataFrame, metadata: TableMetadata, stage: Staging) -> RowDelta:
     """Write ``df``'s rows (checked against the table schema) and describe them as an append."""
-    check_source(df.schema, metadata.schema())
+    check_source(df.schema, metadata.schema(), case_sensitive=case_sensitive(df.sparkSession))
     written = write_data(df, metadata, stage.next_dir("data"))
     added = tuple(data_files_from_parquet(written, metadata))
     return RowDelta(

@@ -72,7 +72,9 @@ def _incompatible(name: str, source: T.DataType, target: T.DataType) -> str:
     return f"{name} ({source.simpleString()} -> {target.simpleString()})"
 
 
-def check_source(source: T.StructType, schema: Schema, what: str = "source") -> None:
+def check_source(
+    source: T.StructType, schema: Schema, what: str = "source", case_sensitive: bool = True
+) -> None:
     """Raise :class:`SchemaMismatchError` naming missing, extra and incompatible columns.
 
     Every table column must come from a source column of the same name whose type can be stored in it
@@ -83,15 +85,22 @@ def check_source(source: T.StructType, schema: Schema, what: str = "source") -> 
         source: schema of the incoming DataFrame.
         schema: the table schema.
         what: how to call the incoming data in messages.
+        case_sensitive: match names exactly (``spark.sql.caseSensitive``); otherwise ``ID`` is ``id``.
     """
-    fields = {f.name: f.dataType for f in source.fields}
-    missing = [n for n in schema.column_names if n not in fields]
-    extra = [n for n in fields if n not in schema.column_names]
+
+    def key(name: str) -> str:
+        return name if case_sensitive else name.lower()
+
+    fields = {key(f.name): f.dataType for f in source.fields}
+    table_names = {key(n) for n in schema.column_names}
+    missing = [n for n in schema.column_names if key(n) not in fields]
+    extra = [f.name for f in source.fields if key(f.name) not in table_names]
     incompatible = []
     for column in schema.fields:
         target_type = to_spark_type(column.field_type)
-        if column.name in fields and not can_store_assign(fields[column.name], target_type):
-            incompatible.append(_incompatible(column.name, fields[column.name], target_type))
+        given = fields.get(key(column.name))
+        if given is not None and not can_store_assign(given, target_type):
+            incompatible.append(_incompatible(column.name, given, target_type))
     parts = []
     if missing:
         parts.append(f"missing columns {missing}")

@@ -156,6 +156,19 @@ def _stored(name: str, source: T.DataType | None, target: T.DataType) -> Column:
     return F.when(col.isNotNull() & stored.isNull(), F.raise_error(message)).otherwise(stored)
 
 
+def _types_by_name(source: T.StructType | None) -> dict[str, T.DataType]:
+    """Source column types by name, also under the lower-cased name when that is unambiguous: Spark
+    resolves ``col("ID")`` to a column ``id`` unless ``spark.sql.caseSensitive`` is on (and then the
+    select fails before any type matters)."""
+    if source is None:
+        return {}
+    exact = {f.name: f.dataType for f in source.fields}
+    lowered: dict[str, list[T.DataType]] = {}
+    for f in source.fields:
+        lowered.setdefault(f.name.lower(), []).append(f.dataType)
+    return {**{k: v[0] for k, v in lowered.items() if len(v) == 1}, **exact}
+
+
 def _typed_columns(schema: Schema, source: T.StructType | None = None) -> list[Column]:
     """Table columns stored in their Spark types, with field ids and NULL checks on required columns.
 
@@ -163,11 +176,11 @@ def _typed_columns(schema: Schema, source: T.StructType | None = None) -> list[C
         schema: the columns to write.
         source: the incoming rows' schema; casts that may not fit get a run-time check.
     """
-    types = {f.name: f.dataType for f in source.fields} if source is not None else {}
+    types = _types_by_name(source)
     identifier = set(schema.identifier_field_ids)
     columns = []
     for f in schema.fields:
-        col = _stored(f.name, types.get(f.name), to_spark_type(f.field_type))
+        col = _stored(f.name, types.get(f.name, types.get(f.name.lower())), to_spark_type(f.field_type))
         if f.required:
             kind = " (an identifier field)" if f.field_id in identifier else ""
             message = F.lit(f"{NULL_MARKER}: column {f.name} is declared NOT NULL{kind}")

@@ -86,6 +86,7 @@ def choose_strategy(
     estimate: Estimate | None = None,
     read_weight: float = 1.0,
     pinned: str | None = None,
+    keys_unique: bool | None = None,
 ) -> Decision:
     """The encoding to run.
 
@@ -93,6 +94,9 @@ def choose_strategy(
     cheapest encoding by :func:`rowops.plan.cost.strategy_costs` wins. When position deletes win, the
     choice between rewriting and position deletes is refined per file at run time (hybrid); when
     copy-on-write wins (the deletes already on the files cost reads more than a rewrite), it runs.
+    ``keys_unique=False`` (the pre-scan found NULL or repeated source keys) rules equality deletes out
+    for 'auto': whether such keys are an error or rows to insert depends on the target rows they
+    match, which only a scanning encoding sees.
 
     >>> from rowops.spec.operations import simple_merge_spec
     >>> facts = TableFacts(identifier=("k",), partition_sources=("k",), data_files=4)
@@ -103,6 +107,8 @@ def choose_strategy(
     >>> d.strategy, sorted(d.costs)
     ('equality-delete', ['copy-on-write', 'equality-delete', 'position-delete'])
     >>> choose_strategy("auto", simple_merge_spec(["k"]), facts, est, read_weight=5.0).strategy
+    'hybrid'
+    >>> choose_strategy("auto", simple_merge_spec(["k"]), facts, est, read_weight=0.0, keys_unique=False).strategy
     'hybrid'
     """
     if requested not in STRATEGIES:
@@ -123,7 +129,10 @@ def choose_strategy(
     if estimate is None:
         return Decision(HYBRID, "no source estimate: scan, then rewrite or add deletes per file")
     costs = strategy_costs(estimate, read_weight)
-    best = choose_cheapest(costs, allowed_strategies(spec, facts) - {HYBRID})
+    allowed = allowed_strategies(spec, facts) - {HYBRID}
+    if keys_unique is False:
+        allowed -= {EQUALITY_DELETE}
+    best = choose_cheapest(costs, allowed)
     if best != POSITION_DELETE:  # equality deletes, or a rewrite that clears what reads now pay
         return Decision(best, f"cheapest (read weight {read_weight:g})", costs)
     return Decision(

@@ -50,39 +50,41 @@ def test_cardinality_violation_names_keys_and_changes_nothing(lake, table, strat
     assert "(7,)" not in message
 
 
-def _blind(table, strategy: str) -> str:  # type: ignore[no-untyped-def]
-    """``auto`` with read weight 0 picks equality deletes, checking keys from its pre-scan."""
-    if strategy == "auto":
-        table.set_properties(**{"rowops.read-weight": "0"})
-    return strategy
-
-
-@pytest.mark.parametrize("strategy", ["equality-delete", "auto"])
-def test_duplicate_source_keys_for_equality_deletes(lake, table, strategy) -> None:  # type: ignore[no-untyped-def]
+def test_duplicate_source_keys_for_equality_deletes(lake, table) -> None:  # type: ignore[no-untyped-def]
     source = frame(lake.spark, [make_row(5, 1), make_row(5, 2), make_row(6, 1)])
-    assert "strategy: equality-delete" in rowops.explain(
-        source, table, on=["k"], strategy=_blind(table, strategy)
-    )
     assert_unchanged(
         lake,
-        lambda: rowops.merge(source, table, on=["k"], strategy=strategy),
+        lambda: rowops.merge(source, table, on=["k"], strategy="equality-delete"),
         errors.DuplicateKeyError,
         "(5,)",
     )
 
 
-@pytest.mark.parametrize("strategy", ["equality-delete", "auto"])
-def test_null_keys_for_equality_deletes(lake, table, strategy) -> None:  # type: ignore[no-untyped-def]
+def test_null_keys_for_equality_deletes(lake, table) -> None:  # type: ignore[no-untyped-def]
     source = frame(lake.spark, [(None, *make_row(5, 1)[1:]), make_row(6, 1)])
-    assert "strategy: equality-delete" in rowops.explain(
-        source, table, on=["k"], strategy=_blind(table, strategy)
-    )
     assert_unchanged(
         lake,
-        lambda: rowops.merge(source, table, on=["k"], strategy=strategy),
+        lambda: rowops.merge(source, table, on=["k"], strategy="equality-delete"),
         errors.NullKeyError,
         "NULL",
     )
+
+
+def test_auto_does_not_blind_write_repeated_keys(lake, table) -> None:  # type: ignore[no-untyped-def]
+    """``auto`` (read weight 0 favours equality deletes) whose pre-scan finds a repeated key scans instead:
+    whether the repeat is an error depends on the target. Matching a target row, it is SQL's
+    cardinality violation naming the key; matching none, both rows are inserted (as Iceberg does)."""
+    table.set_properties(**{"rowops.read-weight": "0"})
+    unique = frame(lake.spark, [make_row(5, 1), make_row(6, 1)])
+    assert "strategy: equality-delete" in rowops.explain(unique, table, on=["k"])
+    repeated = frame(lake.spark, [make_row(5, 1), make_row(5, 2), make_row(6, 1)])
+    assert "strategy: equality-delete" not in rowops.explain(repeated, table, on=["k"])
+    assert_unchanged(
+        lake, lambda: rowops.merge(repeated, table, on=["k"]), errors.CardinalityViolationError, "(5,)"
+    )
+    new_twice = frame(lake.spark, [make_row(500, 1), make_row(500, 2)])
+    result = rowops.merge(new_twice, table, on=["k"])
+    assert result.rows_inserted == 2 and table.to_df().filter("k = 500").count() == 2
 
 
 @pytest.mark.parametrize("strategy", ["copy-on-write", "position-delete"])

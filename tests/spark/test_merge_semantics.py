@@ -344,3 +344,14 @@ def test_skew_split_join_still_finds_duplicate_matches(lake, strategy, conf) -> 
     assert spark.conf.get("spark.sql.adaptive.skewJoin.enabled") == "true", (
         "the session's setting is restored"
     )
+
+
+def test_source_columns_resolve_case_insensitively(lake, strategy, java) -> None:  # type: ignore[no-untyped-def]
+    """``UPDATE SET *`` / ``INSERT *`` take source columns whose names differ from the table's only in
+    case, as Spark does with ``spark.sql.caseSensitive=false`` (the default)."""
+    table, oracle = create(lake)
+    rows = [make_row(2, 7), make_row(300, 7)]
+    source = frame(lake.spark, rows).toDF(*[c.upper() for c in COLUMNS])
+    rowops.merge(source, table, on=["k"], strategy=strategy)
+    oracle.upsert(rows)
+    assert_readers_agree(table, oracle.values(), COLUMNS, java)

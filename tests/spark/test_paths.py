@@ -57,7 +57,8 @@ class KeyedCatalog(LocalCatalog):
 def register(lake: rowops.Lakehouse, name: str, metadata_location: str) -> rowops.Table:
     """Point lake table ``name`` at an existing Iceberg metadata file (a test-only import)."""
     latest = lake.catalog.log.latest()
-    entry = TableEntry(metadata_location, str(uuid.uuid4()))
+    table_uuid = lake.catalog.read_metadata(metadata_location).table_uuid
+    entry = TableEntry(metadata_location, str(table_uuid))
     txn = {"id": str(uuid.uuid4()), "commits": [{"table": name, "operation": "register"}]}
     lake.catalog.log.commit(latest, {**latest.tables, name: entry}, txn)
     return lake.table(name)
