@@ -72,11 +72,7 @@ def write_hint(path: Path, content: bytes) -> None:
 
 def fsync_dir(directory: Path) -> None:
     """Make the entries of ``directory`` (a new name linked into it) durable."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _fsync(directory)
 
 
 def local_path(location: str) -> Path | None:
@@ -100,11 +96,12 @@ def sync_files(locations: Iterable[str]) -> None:
     if not paths:
         return
     with ThreadPoolExecutor(max_workers=8) as pool:
-        list(pool.map(_fsync_file, paths))
+        list(pool.map(_fsync, paths))
         list(pool.map(fsync_dir, sorted({p.parent for p in paths})))
 
 
-def _fsync_file(path: Path) -> None:
+def _fsync(path: Path) -> None:
+    """fsync a file or a directory (opened read-only, which is enough on Linux)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
