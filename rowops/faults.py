@@ -36,5 +36,5 @@ def check(point: str) -> None:
 
 def check_os(point: str) -> None:
     """Raise an ``OSError`` (a simulated storage failure) if ``ROWOPS_FAULT`` names ``point``."""
-    if os.environ.get("ROWOPS_FAULT") == point:
+    if active(point):
         raise OSError(f"injected storage failure at {point}")
