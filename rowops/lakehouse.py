@@ -97,7 +97,7 @@ class Lakehouse:
                 data file rowops writes is sorted by it.
         """
         ident = TableIdentifier.parse(name)
-        if str(ident) in self.catalog.log.latest().tables:
+        if str(ident) in self.catalog.log.latest():
             raise TableAlreadyExistsError(f"Table {ident} already exists in lakehouse {self.root}")
         struct = (
             data

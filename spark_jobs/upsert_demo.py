@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     source_dir = generate_store_sales(args.sf, Path(args.data) / f"sf{args.sf:g}")
     lake = rowops.Lakehouse(args.lake)
     spark = lake.spark
-    if "db.store_sales" in lake.catalog.log.latest().tables:
+    if "db.store_sales" in lake.catalog.log.latest():
         lake.drop_table("db.store_sales")
     store_sales = spark.read.parquet(str(source_dir))
     started = time.perf_counter()

@@ -67,7 +67,7 @@ def ensure_rowops_table(lake: Lakehouse, cfg: BenchConfig, rec: Recorder, tag: s
     """
     from tpcds.batches import KEY_COLUMNS, TICKET
 
-    if TABLE in lake.catalog.log.latest().tables:
+    if TABLE in lake.catalog.log.latest():
         table = lake.table(TABLE)
         base = int(table.snapshots()[0]["snapshot_id"])  # type: ignore[call-overload]
         table.set_properties(**JOIN_MODES["on"])  # a run stopped mid-way may have left another mode
@@ -359,7 +359,7 @@ def worker_baseline(cfg: BenchConfig, rec: Recorder) -> None:
 
     tag = "baseline"
     lake = rowops.Lakehouse(cfg.lake_dir)  # metadata only: no Spark session is started
-    if TABLE not in lake.catalog.log.latest().tables:
+    if TABLE not in lake.catalog.log.latest():
         raise RuntimeError(f"{TABLE} does not exist yet: run the rowops-writes phase first")
     table = lake.table(TABLE)
     base = int(table.snapshots()[0]["snapshot_id"])  # type: ignore[call-overload]

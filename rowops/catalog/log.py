@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,17 @@ class LakeVersion:
     tables: dict[str, TableEntry]
     timestamp_ms: int = 0
     transaction: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, name: str) -> TableEntry | None:
+        """The entry of table ``name`` in this version, or None."""
+        return self.tables.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.tables
+
+    def names(self) -> list[str]:
+        """Every table name of this version, sorted (reads the whole table map)."""
+        return sorted(self.tables)
 
     def to_bytes(self) -> bytes:
         body = {
@@ -114,9 +126,9 @@ class LakeLog:
         return sorted(int(p.stem) for p in self.dir.glob("*.json"))
 
     def commit(
-        self, base: LakeVersion, tables: dict[str, TableEntry], transaction: dict[str, Any]
+        self, base: LakeVersion, changes: Mapping[str, TableEntry | None], transaction: dict[str, Any]
     ) -> LakeVersion:
-        """Commit the next version after ``base``.
+        """Commit the next version after ``base``: its tables with ``changes`` applied (None drops).
 
         ``transaction["id"]`` identifies the writer: when the version exists already and carries this
         id, it is this writer's own (a retried link reported as a conflict) and counts as committed.
@@ -125,6 +137,9 @@ class LakeLog:
             VersionTaken: another writer committed this version (this attempt certainly lost).
             CommitStateUnknownError: storage failed during or after the put; the version may exist.
         """
+        tables = {**base.tables, **{k: v for k, v in changes.items() if v is not None}}
+        for name in (k for k, v in changes.items() if v is None):
+            tables.pop(name, None)
         new = LakeVersion(base.version + 1, tables, int(time.time() * 1000), transaction)
         try:
             put_if_absent(self._path(new.version), new.to_bytes())

@@ -90,7 +90,7 @@ class TableCatalog:
 
     def load(self, ident: TableIdentifier, version: LakeVersion | None = None) -> LoadedTable:
         version = version or self.log.latest()
-        entry = version.tables.get(str(ident))
+        entry = version.get(str(ident))
         if entry is None:
             raise NoSuchTableError(f"Table {ident} does not exist in lakehouse {self.root}")
         return LoadedTable(
@@ -101,7 +101,7 @@ class TableCatalog:
         return FromInputFile.table_metadata(self.io.new_input(location))
 
     def list_tables(self, namespace: tuple[str, ...]) -> list[str]:
-        names = self.log.latest().tables
+        names = self.log.latest().names()
         found = sorted(n for n in names if TableIdentifier.parse(n).namespace == namespace)
         if not found and not any(
             TableIdentifier.parse(n).namespace[: len(namespace)] == namespace for n in names
@@ -134,9 +134,9 @@ class TableCatalog:
             sync_files([location])
             while True:
                 latest = self.log.latest()
-                if str(ident) in latest.tables:
+                if str(ident) in latest:
                     raise TableAlreadyExistsError(f"Table {ident} already exists in lakehouse {self.root}")
-                tables = {**latest.tables, str(ident): TableEntry(location, entry_uuid)}
+                tables = {str(ident): TableEntry(location, entry_uuid)}
                 version = attempts.commit(self.log, latest, tables, txn)
                 if version is not None:
                     return LoadedTable(ident, version.version, location, metadata)
@@ -148,11 +148,10 @@ class TableCatalog:
         txn = {"id": str(uuid.uuid4()), "commits": [{"table": str(ident), "operation": "drop"}]}
         while True:
             latest = self.log.latest()
-            if str(ident) not in latest.tables:
+            if str(ident) not in latest:
                 raise NoSuchTableError(f"Table {ident} does not exist in lakehouse {self.root}")
-            tables = {k: v for k, v in latest.tables.items() if k != str(ident)}
             try:
-                self.log.commit(latest, tables, txn)
+                self.log.commit(latest, {str(ident): None}, txn)
                 return
             except VersionTaken:
                 continue
@@ -246,7 +245,7 @@ class TableCatalog:
                     "base-metadata": entry.metadata_location,
                     "metadata": location,
                 }
-                tables = {**latest.tables, key: TableEntry(location, entry.table_uuid)}
+                tables = {key: TableEntry(location, entry.table_uuid)}
                 faults.check("before-commit")
                 version = attempts.commit(self.log, latest, tables, {"id": txn_id, "commits": [commit]})
                 if version is None:
@@ -301,7 +300,11 @@ class _Attempts:
         self.current = list(files)
 
     def commit(
-        self, log: LakeLog, latest: LakeVersion, tables: dict[str, TableEntry], txn: Mapping[str, Any]
+        self,
+        log: LakeLog,
+        latest: LakeVersion,
+        tables: Mapping[str, TableEntry | None],
+        txn: Mapping[str, Any],
     ) -> LakeVersion | None:
         """Try to take the next lake version; None when another writer took it (certainly lost)."""
         self.in_flight = True
@@ -337,7 +340,7 @@ def _remove_quietly(io: FileIO, paths: Iterable[str]) -> None:
 
 def _entry_of(latest: LakeVersion, base: LoadedTable) -> TableEntry:
     """The table's entry in ``latest``; a conflict if it was dropped (or dropped and recreated)."""
-    entry = latest.tables.get(str(base.identifier))
+    entry = latest.get(str(base.identifier))
     if entry is None or entry.table_uuid != str(base.metadata.table_uuid):
         raise CommitConflictError(
             f"Table {base.identifier} was dropped concurrently",

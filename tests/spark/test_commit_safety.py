@@ -38,7 +38,7 @@ def referenced_files(lake: Any, name: str = "db.t") -> list[str]:
     """Every file the newest lake version references for the table: metadata, manifest lists,
     manifests, data and delete files of every snapshot."""
     io = PyArrowFileIO()
-    entry = lake.catalog.log.latest().tables[name]
+    entry = lake.catalog.log.latest().get(name)
     files = [entry.metadata_location]
     metadata = lake.catalog.read_metadata(entry.metadata_location)
     for snapshot in metadata.snapshots:
@@ -196,7 +196,7 @@ def files_of_newest_commit(lake: Any) -> set[str]:
     """The files the newest commit added: its metadata.json, manifest list, new manifests and the data
     and delete files they add."""
     io = PyArrowFileIO()
-    entry = lake.catalog.log.latest().tables["db.t"]
+    entry = lake.catalog.log.latest().get("db.t")
     metadata = lake.catalog.read_metadata(entry.metadata_location)
     snapshot = metadata.current_snapshot()
     assert snapshot is not None

@@ -350,7 +350,7 @@ def unreferenced_files(lake: Any, table_name: str) -> list[str]:
     log = lake.catalog.log
     referenced: set[str] = set()
     for v in log.versions():
-        entry = log.read(v).tables.get(table_name)
+        entry = log.read(v).get(table_name)
         if entry is None:
             continue
         referenced.add(normalize_path(entry.metadata_location))
@@ -592,8 +592,8 @@ def test_merge_and_append_on_different_tables(lake, race, workers, java) -> None
     for name, commit in ours.items():
         assert commit["base-metadata"] == location_before[name]
     latest = lake.catalog.log.latest()
-    assert latest.tables["db.t1"].metadata_location == ours["db.t1"]["metadata"]
-    assert latest.tables["db.t2"].metadata_location == ours["db.t2"]["metadata"]
+    assert latest.get("db.t1").metadata_location == ours["db.t1"]["metadata"]
+    assert latest.get("db.t2").metadata_location == ours["db.t2"]["metadata"]
     oracle1.upsert(op_a["rows"])
     oracle2.upsert(op_b["rows"])
     assert_readers_agree(t1, oracle1.values(), COLUMNS, java)

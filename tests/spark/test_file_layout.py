@@ -153,4 +153,4 @@ def test_range_distribution_writes_disjoint_key_ranges(lake) -> None:  # type: i
 def test_bad_sort_order_is_rejected_and_creates_nothing(lake, sort_by, error) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(error):
         lake.create_table("db.t", frame(lake.spark, [make_row(1)]), identifier=["k"], sort_by=sort_by)
-    assert "db.t" not in lake.catalog.log.latest().tables
+    assert "db.t" not in lake.catalog.log.latest()

@@ -60,7 +60,7 @@ def register(lake: rowops.Lakehouse, name: str, metadata_location: str) -> rowop
     table_uuid = lake.catalog.read_metadata(metadata_location).table_uuid
     entry = TableEntry(metadata_location, str(table_uuid))
     txn = {"id": str(uuid.uuid4()), "commits": [{"table": name, "operation": "register"}]}
-    lake.catalog.log.commit(latest, {**latest.tables, name: entry}, txn)
+    lake.catalog.log.commit(latest, {name: entry}, txn)
     return lake.table(name)
 
 

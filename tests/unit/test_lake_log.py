@@ -29,7 +29,7 @@ def test_versions_and_conflict(tmp_path: Path) -> None:
     with pytest.raises(VersionTaken):
         log.commit(base, {"db.t": TableEntry("/m2.json", "u")}, {"id": "b"})
     assert log.latest() == v1
-    assert log.read(1).tables["db.t"].metadata_location == "/m1.json"
+    assert log.read(1).get("db.t").metadata_location == "/m1.json"
 
 
 def test_stale_hint_is_corrected(tmp_path: Path) -> None:
