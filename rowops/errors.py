@@ -172,6 +172,12 @@ class ConflictKind(Enum):
     """The table was dropped (or dropped and recreated) concurrently."""
     TOO_MANY_ATTEMPTS = "too-many-attempts"
     """Lost the race for the next lake version too often."""
+    WRITE_WRITE = "write-write"
+    """Rows with keys this transaction writes were written by a transaction committed after it began."""
+    READ_CHANGED = "read-changed"
+    """A table this serializable transaction read was changed by a transaction committed after it began."""
+    TABLE_CREATED = "table-created"
+    """A table this transaction creates was created concurrently by another transaction."""
 
 
 class CommitConflictError(RowOpsError):
@@ -182,6 +188,9 @@ class CommitConflictError(RowOpsError):
         retry_safe: True when nothing of this operation landed, so running it again is safe.
         conflicting_snapshot_id: the concurrent snapshot that caused the conflict, if known.
         conflicting_files: files of that snapshot that collide with this operation.
+        table: the table in conflict, if known.
+        other_transaction: id of the committed transaction this one conflicts with, if known.
+        other_version: the lake version that transaction committed.
     """
 
     help = "Nothing was committed; run the operation again to apply it on top of the new table state."
@@ -194,12 +203,30 @@ class CommitConflictError(RowOpsError):
         conflicting_files: Sequence[str] = (),
         retry_safe: bool = True,
         help: str | None = None,
+        table: str | None = None,
+        other_transaction: str | None = None,
+        other_version: int | None = None,
     ) -> None:
         self.kind = kind
         self.conflicting_snapshot_id = conflicting_snapshot_id
         self.conflicting_files = list(conflicting_files)
         self.retry_safe = retry_safe
+        self.table = table
+        self.other_transaction = other_transaction
+        self.other_version = other_version
         super().__init__(f"[{kind.value}] {message}", help)
+
+
+class TransactionClosedError(RowOpsError):
+    """The transaction was committed or rolled back already; it takes no more work."""
+
+    help = "Start a new transaction with lake.transaction() or lake.begin()."
+
+
+class ReadOnlyError(RowOpsError):
+    """A write through a read-only view of the lake (``lake.at(...)``)."""
+
+    help = "Time-travel views are read-only: write through the lake itself, or lake.rollback_to(version)."
 
 
 class CommitStateUnknownError(RowOpsError):

@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from rowops.catalog.cleanup import DEFAULT_AGE, CleanupResult, all_entries, referenced_files, remove_orphans
+from rowops.catalog.history import LakeCommit, changes_back_to, describe
+from rowops.catalog.log import LakeVersion, VersionTaken
 from rowops.catalog.storage import sync_files
 from rowops.catalog.tables import TableCatalog, new_snapshot_id
+from rowops.catalog.transactions import DEFAULT_ISOLATION, LakeTransaction
+from rowops.catalog.views import PinnedView
 from rowops.commit.row_delta import apply
-from rowops.errors import TableAlreadyExistsError, is_cleanable
+from rowops.errors import InvalidInputError, TableAlreadyExistsError, is_cleanable
 from rowops.exec.session import configure, create_session
 from rowops.exec.types import to_iceberg_schema
 from rowops.exec.validation import require_dataframe
@@ -27,9 +34,41 @@ from rowops.spec.inputs import check_properties, checked_call, name_list
 from rowops.spec.partitioning import parse_partition_by
 from rowops.spec.sorting import parse_sort_by
 from rowops.table import Table
+from rowops.transaction import Transaction
 
 if TYPE_CHECKING:
     from pyiceberg.table.metadata import TableMetadata
+
+
+class LakeAt:
+    """A read-only view of every table as of one lake version (``lake.at(...)``)."""
+
+    def __init__(self, lake: Lakehouse, version: LakeVersion) -> None:
+        self.lake = lake
+        self.lake_version = version
+        self._view = PinnedView(lake.catalog, version)
+
+    def __repr__(self) -> str:
+        return f"LakeAt({str(self.lake.root)!r}, version={self.version})"
+
+    @property
+    def version(self) -> int:
+        return self.lake_version.version
+
+    @property
+    def timestamp_ms(self) -> int:
+        return self.lake_version.timestamp_ms
+
+    def table(self, name: str) -> Table:
+        """The table as of this version (reads only; writes raise ReadOnlyError)."""
+        ident = TableIdentifier.parse(name)
+        self._view.load(ident)
+        return Table(self.lake, ident, self._view)
+
+    def list_tables(self, namespace: str) -> list[str]:
+        prefix = f"{namespace}."
+        return [n for n in self.lake_version.names() if n.startswith(prefix) and "." not in n[len(prefix) :]]
+
 
 _NO_FILES = TableFiles(None, 0, (), (), (), ())
 
@@ -43,10 +82,19 @@ class Lakehouse:
         spark: the SparkSession to use; None creates a local one from ``conf/spark-defaults.conf``.
     """
 
-    def __init__(self, path: str | Path, spark: SparkSession | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        spark: SparkSession | None = None,
+        cleanup_age: timedelta = DEFAULT_AGE,
+        cleanup_every: int = 1000,
+    ) -> None:
         self.root = Path(local_path(str(path))).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self.catalog = TableCatalog(self.root)
+        self.catalog.on_commit = self.committed
+        self.cleanup_age = cleanup_age
+        self.cleanup_every = cleanup_every
         self._spark = configure(spark) if spark is not None else None
 
     def __repr__(self) -> str:
@@ -59,6 +107,87 @@ class Lakehouse:
             self._spark = create_session()
         return self._spark
 
+    # -- lake versions and transactions ----------------------------------------------------------
+    @property
+    def version(self) -> int:
+        """The current lake version (0 for an empty lake)."""
+        return self.catalog.log.latest().version
+
+    def transaction(self, isolation: str = DEFAULT_ISOLATION) -> Transaction:
+        """A transaction over all tables: ``with lake.transaction() as tx: ...`` (see ``Transaction``).
+
+        Args:
+            isolation: ``"serializable"`` (default: a transaction also aborts when what it read was
+                changed after it began) or ``"snapshot"`` (only write-write conflicts abort it).
+        """
+        return Transaction(self, isolation)
+
+    def begin(self, isolation: str = DEFAULT_ISOLATION) -> Transaction:
+        """Start a transaction to end with ``tx.commit()`` or ``tx.rollback()``."""
+        return Transaction(self, isolation)
+
+    def history(self, since: int = 1) -> list[LakeCommit]:
+        """Every lake version from ``since`` on, oldest first: time, transaction, tables, operations, rows."""
+        return [describe(v) for v in self.catalog.log.history(since)]
+
+    @checked_call
+    def at(self, version: int | None = None, timestamp: datetime | int | None = None) -> LakeAt:
+        """A read-only view of every table as of a lake version, or of the time ``timestamp``
+        (a datetime, or milliseconds since the epoch: the newest version committed at or before it)."""
+        log = self.catalog.log
+        if (version is None) == (timestamp is None):
+            raise InvalidInputError("Pass exactly one of version= or timestamp= to lake.at()")
+        if timestamp is not None:
+            millis = int(timestamp.timestamp() * 1000) if isinstance(timestamp, datetime) else int(timestamp)
+            return LakeAt(self, log.version_at(millis))
+        assert version is not None
+        latest = log.latest().version
+        if not 0 <= version <= latest:
+            raise InvalidInputError(
+                f"Lake version {version} does not exist; versions are 0 to {latest}",
+                help="List versions with lake.history().",
+            )
+        return LakeAt(self, log.read(version))
+
+    @checked_call
+    def rollback_to(self, version: int) -> int:
+        """Make every table as it was at lake ``version``, as a new version (history is kept).
+
+        Returns the new lake version. Tables created after ``version`` are dropped, tables dropped
+        since are restored.
+        """
+        target = self.at(version=version).lake_version
+        log = self.catalog.log
+        record = {"id": str(uuid.uuid4()), "isolation": "rollback", "target-version": version}
+        while True:
+            latest = log.latest()
+            changes = changes_back_to(latest, target)
+            commits = [{"table": name, "operations": [f"rollback-to-{version}"]} for name in changes]
+            try:
+                new = log.commit(latest, changes, {**record, "commits": commits})
+            except VersionTaken:
+                continue
+            self.committed(new.version)
+            return new.version
+
+    def cleanup(self, older_than: timedelta | None = None) -> CleanupResult:
+        """Remove files no lake version references (left by aborted or crashed transactions).
+
+        Args:
+            older_than: only files older than this are removed (default: the lake's ``cleanup_age``,
+                3 days), so that transactions still running keep their files.
+        """
+        log = self.catalog.log
+        referenced = referenced_files(self.catalog.io, all_entries(log))
+        return remove_orphans(self.root, referenced, self.cleanup_age if older_than is None else older_than)
+
+    def committed(self, version: int) -> None:
+        """Called after each commit of this lakehouse: runs the automatic cleanup every ``cleanup_every``."""
+        if self.cleanup_every > 0 and version % self.cleanup_every == 0:
+            with contextlib.suppress(Exception):  # the commit has landed; cleanup is best effort
+                self.cleanup()
+
+    # -- tables -----------------------------------------------------------------------------------
     def table(self, name: str) -> Table:
         """Open an existing table; raises NoSuchTableError if there is none."""
         ident = TableIdentifier.parse(name)
@@ -96,8 +225,23 @@ class Lakehouse:
             sort_by: the table's sort order, ``column [ASC|DESC] [NULLS FIRST|LAST]`` per entry; every
                 data file rowops writes is sorted by it.
         """
+        ident = self.create_in(None, name, data, partition_by, identifier, properties, sort_by)
+        return Table(self, ident)
+
+    def create_in(
+        self,
+        tx: LakeTransaction | None,
+        name: str,
+        data: DataFrame | T.StructType,
+        partition_by: Sequence[str] | None = None,
+        identifier: Sequence[str] | None = None,
+        properties: dict[str, str] | None = None,
+        sort_by: Sequence[str] | None = None,
+    ) -> TableIdentifier:
+        """Create a table now (``tx`` None) or inside a transaction."""
         ident = TableIdentifier.parse(name)
-        if str(ident) in self.catalog.log.latest():
+        exists = tx.table_exists(ident) if tx else str(ident) in self.catalog.log.latest()
+        if exists:
             raise TableAlreadyExistsError(f"Table {ident} already exists in lakehouse {self.root}")
         struct = (
             data
@@ -115,18 +259,25 @@ class Lakehouse:
             parse_sort_by(name_list(sort_by, "sort_by")),
         )
         if isinstance(data, DataFrame):
-            self._create_with_rows(ident, data, metadata)
+            self._create_with_rows(ident, data, metadata, tx)
+        elif tx is not None:
+            tx.create(ident, metadata, [], None)
         else:
             self.catalog.create(ident, metadata)
-        return Table(self, ident)
+        return ident
 
-    def _create_with_rows(self, ident: TableIdentifier, df: DataFrame, metadata: TableMetadata) -> None:
+    def _create_with_rows(
+        self, ident: TableIdentifier, df: DataFrame, metadata: TableMetadata, tx: LakeTransaction | None
+    ) -> None:
         """Write the rows, then commit the table with them as its first snapshot."""
         _ = self.spark  # make sure the session is configured before writing
         with staging(metadata.location) as stage, spark_errors("create_table"):
             delta = append_delta(df, metadata, stage)
             first, manifests = apply(delta, metadata, _NO_FILES, self.catalog.io, new_snapshot_id())
             try:
+                if tx is not None:
+                    tx.create(ident, first, manifests, stage)
+                    return
                 sync_files([*(f.file_path for f in delta.added_data), *manifests])
                 self.catalog.create(ident, first, listener=stage)
             except BaseException as exc:

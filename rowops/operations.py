@@ -424,7 +424,7 @@ def execute(planned: Planned) -> OperationResult:
     with staging(metadata.location) as stage, spark_errors(describe(planned.spec)):
         ctx = WriteContext(planned.table.lake.spark, planned.files, metadata, stage)
         written, counts = _encode(planned, ctx)
-        delta = _delta(written, planned)
+        delta = _delta(written, planned, counts)
         committed = _commit(planned.table, planned.loaded, planned.files, delta, stage)
         if committed is None:
             stage.discard()
@@ -483,7 +483,7 @@ def _spark_plan(planned: Planned) -> str:
             changes.release()
 
 
-def _delta(written: Written, planned: Planned) -> RowDelta:
+def _delta(written: Written, planned: Planned, counts: dict[str, int | None]) -> RowDelta:
     metadata, spec = planned.loaded.metadata, planned.spec
     schema = metadata.schema()
     eq_ids = (
@@ -515,7 +515,11 @@ def _delta(written: Written, planned: Planned) -> RowDelta:
         read_set=_read_set(planned),
         serializable=isolation_level(metadata.properties) == "serializable",
         blind=planned.decision.strategy == EQUALITY_DELETE,
-        extra_summary={"rowops.strategy": planned.decision.strategy},
+        extra_summary={
+            "rowops.strategy": planned.decision.strategy,
+            "rowops.operation": type(spec).__name__.removesuffix("Spec").lower(),
+            **{f"rowops.rows-{kind}d": str(n) for kind, n in counts.items() if n is not None},
+        },
     )
 
 
@@ -541,7 +545,7 @@ def _commit(
     """Commit unless the delta changes nothing (then no snapshot is made)."""
     if not (delta.added_data or delta.added_deletes or delta.removed_data or delta.removed_deletes):
         return None
-    return table.lake.catalog.commit_delta(loaded, files, delta, listener=stage)
+    return table.scope.commit_delta(loaded, files, delta, listener=stage)
 
 
 def append_delta(df: DataFrame, metadata: TableMetadata, stage: Staging) -> RowDelta:
@@ -550,7 +554,14 @@ def append_delta(df: DataFrame, metadata: TableMetadata, stage: Staging) -> RowD
     written = write_data(df, metadata, stage.next_dir("data"))
     added = tuple(data_files_from_parquet(written, metadata))
     return RowDelta(
-        Operation.APPEND, added_data=added, blind=True, extra_summary={"rowops.strategy": "append"}
+        Operation.APPEND,
+        added_data=added,
+        blind=True,
+        extra_summary={
+            "rowops.strategy": "append",
+            "rowops.operation": "append",
+            "rowops.rows-inserted": str(sum(f.record_count for f in added)),
+        },
     )
 
 

@@ -9,7 +9,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 
 from rowops import operations
-from rowops.catalog.tables import LoadedTable
+from rowops.catalog.tables import LoadedTable, TableScope
 from rowops.errors import InvalidInputError
 from rowops.exec.scan import scan
 from rowops.exec.validation import require_dataframe
@@ -33,11 +33,16 @@ if TYPE_CHECKING:
 
 
 class Table:
-    """A handle on a table; every call reads the newest committed state."""
+    """A handle on a table; every call reads the newest state its scope shows.
 
-    def __init__(self, lake: Lakehouse, identifier: TableIdentifier) -> None:
+    The scope is the live lake (the newest committed version), a transaction (its pinned version
+    plus its own writes) or a read-only lake version (``lake.at(...)``).
+    """
+
+    def __init__(self, lake: Lakehouse, identifier: TableIdentifier, scope: TableScope | None = None) -> None:
         self.lake = lake
         self.identifier = identifier
+        self.scope: TableScope = scope if scope is not None else lake.catalog
 
     def __repr__(self) -> str:
         return f"Table({str(self.identifier)!r}, lake={str(self.lake.root)!r})"
@@ -47,8 +52,8 @@ class Table:
         return str(self.identifier)
 
     def load(self) -> LoadedTable:
-        """The table as of the newest lake version."""
-        return self.lake.catalog.load(self.identifier)
+        """The table as its scope sees it (the newest lake version outside transactions)."""
+        return self.scope.load(self.identifier)
 
     @property
     def metadata(self) -> TableMetadata:
@@ -96,6 +101,7 @@ class Table:
                 help="List snapshots with table.snapshots().",
             )
         files = live_files(metadata, self.lake.catalog.io, snapshot_id)
+        self.scope.note_read(self.identifier)
         return scan(self.lake.spark, metadata.schema(), files)
 
     @checked_call
@@ -134,7 +140,7 @@ class Table:
         """
         values = {k: str(v) for k, v in properties.items()}
         check_properties(values)
-        self.lake.catalog.set_properties(self.load(), values)
+        self.scope.set_properties(self.load(), values)
 
     @checked_call
     def rollback_to(self, snapshot_id: int) -> None:
@@ -146,7 +152,7 @@ class Table:
         loaded = self.load()
         if loaded.metadata.snapshot_by_id(snapshot_id) is None:
             raise InvalidInputError(f"Table {self.name} has no snapshot {snapshot_id}")
-        self.lake.catalog.set_current_snapshot(loaded, snapshot_id)
+        self.scope.set_current_snapshot(loaded, snapshot_id)
 
 
 class MergeBuilder:

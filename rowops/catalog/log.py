@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,3 +165,18 @@ class LakeLog:
             raise CommitStateUnknownError(
                 f"Lake version {version} exists but cannot be read to tell whose it is: {exc}"
             ) from exc
+
+    def history(self, start: int = 1, stop: int | None = None) -> Iterator[LakeVersion]:
+        """Versions ``start`` .. ``stop`` (default: the newest), ascending."""
+        last = self.latest().version if stop is None else stop
+        for number in range(max(start, 1), last + 1):
+            yield self.read(number)
+
+    def version_at(self, timestamp_ms: int) -> LakeVersion:
+        """The newest version committed at or before ``timestamp_ms`` (the empty lake if none)."""
+        found = EMPTY
+        for version in self.history():
+            if version.timestamp_ms > timestamp_ms:
+                break
+            found = version
+        return found

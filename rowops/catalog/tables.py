@@ -5,7 +5,7 @@ points at it), then commits the next lake version with put-if-absent. When anoth
 version first, the commit is retried on the newer version: unchanged table → just retry; changed
 table → validate with Iceberg's rules and re-apply the delta, or raise ``CommitConflictError``.
 
-The states of a commit decide what a failure may clean up (``_Attempts``)::
+The states of a commit decide what a failure may clean up (``Attempts``)::
 
     staged ──► attempted ──► committed        remove only files of lost attempts
                    │   └──► unknown           remove nothing of this attempt (CommitStateUnknownError)
@@ -58,6 +58,27 @@ class CommitListener(Protocol):
     def lost(self) -> None: ...
 
 
+class TableScope(Protocol):
+    """Where a table handle reads and commits: the live lake, a transaction, or a pinned version."""
+
+    def load(self, ident: TableIdentifier) -> LoadedTable: ...
+
+    def note_read(self, ident: TableIdentifier) -> None: ...
+
+    def commit_delta(
+        self,
+        base: LoadedTable,
+        base_files: TableFiles,
+        delta: RowDelta,
+        snapshot_id: int | None = None,
+        listener: CommitListener | None = None,
+    ) -> LoadedTable: ...
+
+    def set_properties(self, base: LoadedTable, properties: dict[str, str]) -> LoadedTable: ...
+
+    def set_current_snapshot(self, base: LoadedTable, snapshot_id: int) -> LoadedTable: ...
+
+
 class _NoListener:
     def attempting(self) -> None:
         pass
@@ -83,6 +104,7 @@ class TableCatalog:
         self.root = root
         self.log = LakeLog(root)
         self.io: FileIO = PyArrowFileIO()
+        self.on_commit: Callable[[int], None] = _ignore  # told every version this catalog commits
 
     # -- reading -----------------------------------------------------------------------------
     def location(self, ident: TableIdentifier) -> str:
@@ -96,6 +118,9 @@ class TableCatalog:
         return LoadedTable(
             ident, version.version, entry.metadata_location, self.read_metadata(entry.metadata_location)
         )
+
+    def note_read(self, ident: TableIdentifier) -> None:
+        """Single statements validate their own reads; nothing to record."""
 
     def read_metadata(self, location: str) -> TableMetadata:
         return FromInputFile.table_metadata(self.io.new_input(location))
@@ -127,7 +152,7 @@ class TableCatalog:
         """Commit a new table; its metadata file is removed again unless a version may reference it."""
         entry_uuid = str(metadata.table_uuid)
         txn = {"id": str(uuid.uuid4()), "commits": [{"table": str(ident), "operation": "create"}]}
-        attempts = _Attempts(self.io, listener)
+        attempts = Attempts(self.io, listener)
         try:
             location = attempts.stage(self.metadata_path(metadata))
             self.write_metadata(metadata, location)
@@ -139,6 +164,7 @@ class TableCatalog:
                 tables = {str(ident): TableEntry(location, entry_uuid)}
                 version = attempts.commit(self.log, latest, tables, txn)
                 if version is not None:
+                    self.on_commit(version.version)
                     return LoadedTable(ident, version.version, location, metadata)
         except BaseException as exc:
             attempts.fail(exc)
@@ -151,7 +177,8 @@ class TableCatalog:
             if str(ident) not in latest:
                 raise NoSuchTableError(f"Table {ident} does not exist in lakehouse {self.root}")
             try:
-                self.log.commit(latest, {str(ident): None}, txn)
+                version = self.log.commit(latest, {str(ident): None}, txn)
+                self.on_commit(version.version)
                 return
             except VersionTaken:
                 continue
@@ -180,7 +207,12 @@ class TableCatalog:
                 _raise_on_conflict(delta, base_files, cur_files, cur)
             return apply(delta, cur.metadata, cur_files, self.io, snapshot_id, cur.metadata_location)
 
-        info = {"operation": delta.operation.value, "snapshot-id": snapshot_id}
+        extra = delta.extra_summary
+        info: dict[str, object] = {
+            "operation": extra.get("rowops.operation", delta.operation.value),
+            "snapshot-id": snapshot_id,
+            **{k.removeprefix("rowops."): int(v) for k, v in extra.items() if k.startswith("rowops.rows-")},
+        }
         return self._swap(base, produce, info, listener)
 
     def set_current_snapshot(self, base: LoadedTable, snapshot_id: int) -> LoadedTable:
@@ -227,7 +259,7 @@ class TableCatalog:
         txn_id = str(uuid.uuid4())
         latest, prepared_on = self.log.read(base.lake_version), None
         metadata, location = base.metadata, base.metadata_location
-        attempts = _Attempts(self.io, listener)
+        attempts = Attempts(self.io, listener)
         try:
             for _ in range(MAX_COMMIT_ATTEMPTS):
                 entry = _entry_of(latest, base)
@@ -253,6 +285,7 @@ class TableCatalog:
                     continue
                 faults.check("after-commit")
                 attempts.remove_garbage()
+                self.on_commit(version.version)
                 return LoadedTable(base.identifier, version.version, location, metadata)
             raise CommitConflictError(
                 f"Gave up committing to {key} after {MAX_COMMIT_ATTEMPTS} lost races for the next lake version",
@@ -273,7 +306,7 @@ class TableCatalog:
         )
 
 
-class _Attempts:
+class Attempts:
     """The files of one commit's attempts, and what a failure may remove (see the module docstring).
 
     ``current`` are the metadata files of the prepared attempt; ``garbage`` those of attempts known
@@ -320,7 +353,7 @@ class _Attempts:
 
     def remove_garbage(self) -> None:
         """Remove files of lost attempts; never raises (the commit has landed)."""
-        _remove_quietly(self.io, self.garbage)
+        remove_quietly(self.io, self.garbage)
         self.garbage = []
 
     def fail(self, exc: BaseException) -> None:
@@ -329,10 +362,10 @@ class _Attempts:
         if self.in_flight or self.landed:
             keep_files(exc)
         else:
-            _remove_quietly(self.io, self.current)
+            remove_quietly(self.io, self.current)
 
 
-def _remove_quietly(io: FileIO, paths: Iterable[str]) -> None:
+def remove_quietly(io: FileIO, paths: Iterable[str]) -> None:
     for path in paths:
         with contextlib.suppress(Exception):
             io.delete(path)
@@ -364,6 +397,10 @@ def _raise_on_conflict(
             conflicting_files=conflict.files,
             retry_safe=True,
         )
+
+
+def _ignore(version: int) -> None:
+    pass
 
 
 def new_snapshot_id() -> int:

@@ -1,0 +1,129 @@
+"""The table changes a transaction records, and how each one is replayed on a newer table state.
+
+A transaction applies its changes to a private working copy of each table at once (so its own later
+reads see them), and keeps the list of steps. When another transaction committed to the same table
+first, the steps are replayed, in order, on the newer state: each one validates against what landed
+in between and re-applies its metadata. Data and delete files are never rewritten by a replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from pyiceberg.io import FileIO
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.update import SetPropertiesUpdate, update_table_metadata
+
+from rowops.commit.row_delta import Conflict, RowDelta, apply, find_conflict, main_branch_update
+from rowops.commit.write_set import find_write_conflict
+from rowops.errors import ConflictKind
+from rowops.meta.files import TableFiles, live_files
+
+
+class StepConflict(Exception):
+    """A step cannot be replayed on the newer table state."""
+
+    def __init__(self, conflict: Conflict) -> None:
+        super().__init__(conflict.reason)
+        self.conflict = conflict
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Where a step is replayed: the table state and the rules of the transaction."""
+
+    io: FileIO
+    serializable: bool
+    row_level: bool = True
+
+
+class Step(Protocol):
+    """One change of one table inside a transaction."""
+
+    @property
+    def operation(self) -> str: ...
+
+    def replay(
+        self, metadata: TableMetadata, location: str | None, how: Replay
+    ) -> tuple[TableMetadata, list[str]]:
+        """Re-apply on ``metadata`` (published at ``location``, None for the transaction's own state).
+
+        Returns the new metadata and the metadata files written. Raises :class:`StepConflict`.
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class DeltaStep:
+    """A row-level operation or append: a :class:`RowDelta` planned on ``base_files``."""
+
+    delta: RowDelta
+    base_files: TableFiles
+    snapshot_id: int
+    operation: str = "row-delta"
+
+    def replay(
+        self, metadata: TableMetadata, location: str | None, how: Replay
+    ) -> tuple[TableMetadata, list[str]]:
+        current = live_files(metadata, how.io)
+        delta = replace(self.delta, serializable=how.serializable)
+        conflict = find_conflict(delta, self.base_files, current, metadata)
+        if conflict is None:
+            conflict = find_write_conflict(delta, self.base_files, current, metadata.schema())
+        if conflict is not None:
+            raise StepConflict(conflict)
+        return apply(delta, metadata, current, how.io, self.snapshot_id, location)
+
+
+@dataclass(frozen=True)
+class PropertiesStep:
+    """Table properties set (rebases over anything)."""
+
+    properties: dict[str, str]
+    operation: str = "set-properties"
+
+    def replay(
+        self, metadata: TableMetadata, location: str | None, how: Replay
+    ) -> tuple[TableMetadata, list[str]]:
+        update = SetPropertiesUpdate(updates=self.properties)
+        return update_table_metadata(metadata, (update,), metadata_location=location), []
+
+
+@dataclass(frozen=True)
+class SnapshotStep:
+    """The main branch pointed at an existing snapshot, chosen looking at the snapshot ``seen``."""
+
+    snapshot_id: int
+    seen: int | None
+    operation: str = "set-current-snapshot"
+
+    def replay(
+        self, metadata: TableMetadata, location: str | None, how: Replay
+    ) -> tuple[TableMetadata, list[str]]:
+        if metadata.current_snapshot_id != self.seen:
+            reason = (
+                "the table moved while rolling it back; the rollback would discard the commits in between"
+            )
+            raise StepConflict(
+                Conflict(ConflictKind.METADATA_CHANGED, reason, metadata.current_snapshot_id, ())
+            )
+        update = main_branch_update(self.snapshot_id)
+        return update_table_metadata(metadata, (update,), metadata_location=location), []
+
+
+def replay_all(
+    steps: Sequence[Step], metadata: TableMetadata, location: str, how: Replay, written: list[str]
+) -> TableMetadata:
+    """Replay ``steps`` on the published state ``metadata`` at ``location``.
+
+    The metadata files written are appended to ``written`` as they are made, so that a conflict
+    half-way still lets the caller remove them.
+    """
+    at: str | None = location
+    for step in steps:
+        metadata, files = step.replay(metadata, at, how)
+        written += files
+        at = None
+    return metadata

@@ -1,0 +1,43 @@
+"""A read-only view of every table as of one lake version (lake-wide time travel)."""
+
+from __future__ import annotations
+
+from rowops.catalog.log import LakeVersion
+from rowops.catalog.tables import CommitListener, LoadedTable, TableCatalog
+from rowops.commit.row_delta import RowDelta
+from rowops.errors import ReadOnlyError
+from rowops.meta.files import TableFiles
+from rowops.spec.identifiers import TableIdentifier
+
+
+class PinnedView:
+    """Reads see lake version ``version``; every write raises :class:`ReadOnlyError`."""
+
+    def __init__(self, catalog: TableCatalog, version: LakeVersion) -> None:
+        self.catalog = catalog
+        self.version = version
+
+    def load(self, ident: TableIdentifier) -> LoadedTable:
+        return self.catalog.load(ident, self.version)
+
+    def note_read(self, ident: TableIdentifier) -> None:
+        """Reads of a past version need no validation."""
+
+    def commit_delta(
+        self,
+        base: LoadedTable,
+        base_files: TableFiles,
+        delta: RowDelta,
+        snapshot_id: int | None = None,
+        listener: CommitListener | None = None,
+    ) -> LoadedTable:
+        raise self._read_only(base)
+
+    def set_properties(self, base: LoadedTable, properties: dict[str, str]) -> LoadedTable:
+        raise self._read_only(base)
+
+    def set_current_snapshot(self, base: LoadedTable, snapshot_id: int) -> LoadedTable:
+        raise self._read_only(base)
+
+    def _read_only(self, base: LoadedTable) -> ReadOnlyError:
+        return ReadOnlyError(f"Table {base.identifier} is read as of lake version {self.version.version}")
