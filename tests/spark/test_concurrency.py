@@ -469,7 +469,7 @@ def test_conflicting_merges_one_wins(lake, race, workers, java, strategy_a, stra
     assert loser["kind"] == KINDS[win_op["strategy"]]
     # the table shows exactly the winner's effect
     assert snapshot_order(table) == [base_snapshot, win_snapshot]
-    assert [c["operation"] for c in lake_commits(lake)] == ["create", "overwrite"]
+    assert [c["operation"] for c in lake_commits(lake)] == ["create", "merge"]
     oracle.upsert(win_op["rows"])
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
     # nothing the loser wrote (data, delete, manifest or metadata files) is left behind

@@ -10,10 +10,10 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 def test_readme_examples_run(spark, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-    assert len(blocks) >= 3
+    assert len(blocks) >= 4
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {}
-    for block in blocks[:3]:  # quick start, the MERGE builder, planning and tuning
+    for block in blocks[:4]:  # quick start, the MERGE builder, transactions, planning and tuning
         exec(compile(block, str(README), "exec"), namespace)
     t, r = namespace["t"], namespace["r"]
     assert r.rows_deleted is not None  # type: ignore[attr-defined]
@@ -21,5 +21,8 @@ def test_readme_examples_run(spark, tmp_path, monkeypatch) -> None:  # type: ign
     assert not [i for i in rows if i < 10]  # NOT MATCHED BY SOURCE AND t.id < 10: deleted
     assert 10 in rows and rows[14]["status"] == "late"  # amount 0 rows got status 'late'
     assert rows[995]["status"] == "paid" and rows[995]["amount"] == 99 + 99  # odd id: updated s + t
+    lake = namespace["lake"]
+    assert "db.payments" in lake.list_tables("db")  # type: ignore[attr-defined]
+    assert lake.history()[-1].transaction_id  # type: ignore[attr-defined]
     assert 996 not in rows  # even id: deleted by "s.op = 'D'"
     assert all(row["amount"] != 1 for row in rows.values())
