@@ -21,6 +21,7 @@ from rowops.catalog.transactions import DEFAULT_ISOLATION, LakeTransaction
 from rowops.catalog.views import PinnedView
 from rowops.commit.row_delta import apply
 from rowops.errors import InvalidInputError, TableAlreadyExistsError, is_cleanable
+from rowops.exec.job_errors import spark_errors
 from rowops.exec.session import configure, create_session
 from rowops.exec.types import to_iceberg_schema
 from rowops.exec.validation import require_dataframe
@@ -28,7 +29,7 @@ from rowops.exec.write import staging
 from rowops.meta.files import TableFiles
 from rowops.meta.paths import local_path
 from rowops.meta.tables import new_metadata
-from rowops.operations import append_delta, spark_errors
+from rowops.operations import append_delta
 from rowops.spec.identifiers import TableIdentifier, parse_namespace
 from rowops.spec.inputs import check_properties, checked_call, name_list
 from rowops.spec.partitioning import parse_partition_by

@@ -5,31 +5,19 @@ spec ─► plan (pre-scan, pruning, cost-based choice) ─► exec (scan/join/w
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from py4j.protocol import Py4JJavaError
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation
-from pyspark.errors import AnalysisException, PySparkException
 
 from rowops.catalog.tables import LoadedTable
 from rowops.commit.read_set import ReadSet
 from rowops.commit.row_delta import RowDelta
 from rowops.errors import (
     CardinalityViolationError,
-    InvalidExpressionError,
-    NoSuchColumnError,
-    NullKeyError,
-    NullValueError,
-    RowOpsError,
-    SparkJobError,
-    ValueOutOfRangeError,
 )
 from rowops.exec import strategies
 from rowops.exec.changes import (
@@ -39,7 +27,9 @@ from rowops.exec.changes import (
     merge_changes_sliced,
     update_changes,
 )
-from rowops.exec.expressions import case_sensitive, check_expressions
+from rowops.exec.checks import checked_spec
+from rowops.exec.expressions import case_sensitive
+from rowops.exec.job_errors import spark_errors
 from rowops.exec.prescan import SourceKeys, file_keys, scan_source_keys
 from rowops.exec.scan import POS_COL, file_uris, read_data_files, scan
 from rowops.exec.session import operation_conf
@@ -48,8 +38,8 @@ from rowops.exec.source import evaluate_once, release
 from rowops.exec.stats import in_memory_bytes
 from rowops.exec.strategies import WriteContext, Written
 from rowops.exec.summary import summarize
-from rowops.exec.validation import check_assignments, check_source, table_frame
-from rowops.exec.write import NULL_MARKER, OUT_OF_RANGE_MARKER, Staging, staging, write_data
+from rowops.exec.validation import check_source
+from rowops.exec.write import Staging, staging, write_data
 from rowops.meta.files import LiveFile, TableFiles, data_files_from_parquet, live_files
 from rowops.plan.colocation import DISABLED as COLOCATION_DISABLED
 from rowops.plan.colocation import JoinLayout, plan_join
@@ -58,8 +48,7 @@ from rowops.plan.debt import read_debt
 from rowops.plan.explain import FileGroup, PlanReport, format_report
 from rowops.plan.pruning import prune_files
 from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, HYBRID, Decision, TableFacts, choose_strategy
-from rowops.spec.names import resolve, resolve_spec
-from rowops.spec.operations import MergeSpec, OperationSpec, UpdateSpec
+from rowops.spec.operations import MergeSpec, OperationSpec, UpdateSpec, describe
 from rowops.spec.properties import isolation_level
 from rowops.spec.results import OperationResult
 
@@ -71,95 +60,11 @@ if TYPE_CHECKING:
 DEFAULT_COLOCATED_MAX_BYTES = 256 * 1024 * 1024
 
 
-_PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
-
-
-def _marked(text: str, marker: str) -> str | None:
-    """The first line of a rowops error raised inside a Spark job (after its marker), if any."""
-    if marker not in text:
-        return None
-    return text[text.index(marker) :].splitlines()[0].split(": ", 1)[-1]
-
-
-def _job_error(context: str, exc: Exception) -> RowOpsError:
-    """The rowops error of a failed Spark job: rowops' own markers first, else Spark's root cause."""
-    text = str(exc)
-    if (null := _marked(text, NULL_MARKER)) is not None:
-        error = NullKeyError if "identifier field" in null else NullValueError
-        return error(f"NULL in a required column: {null}")
-    if (overflow := _marked(text, OUT_OF_RANGE_MARKER)) is not None:
-        return ValueOutOfRangeError(f"A value does not fit its column in {context}: {overflow}")
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    causes = [line.removeprefix("Caused by: ") for line in lines if line.startswith("Caused by: ")]
-    heads = [line.lstrip(": ") for line in lines if not line.startswith(("An error occurred", "at "))]
-    summary = causes[-1] if causes else heads[0] if heads else type(exc).__name__
-    python = [line for line in lines if _PYTHON_ERROR.match(line)]
-    if python and ("Traceback" in summary or "Python worker" in summary):
-        summary = python[-1]  # a Python worker's error: its last line says what went wrong
-    return SparkJobError(f"Spark failed in {context}: {summary[:500]}")
-
-
-@contextmanager
-def spark_errors(context: str) -> Iterator[None]:
-    """Translate Spark's analysis and runtime errors into rowops errors at one boundary."""
-    try:
-        yield
-    except AnalysisException as exc:
-        lines = [line.strip() for line in str(exc).splitlines() if line.strip() and not line.startswith("==")]
-        raise InvalidExpressionError(f"Invalid SQL in {context}: {' '.join(lines[:3])[:500]}") from exc
-    except (Py4JJavaError, PySparkException) as exc:
-        raise _job_error(context, exc) from exc
-
-
-def describe(spec: OperationSpec) -> str:
-    if isinstance(spec, MergeSpec):
-        return f"MERGE ON {spec.on} " + " ".join(c.describe() for c in spec.clauses)
-    if isinstance(spec, UpdateSpec):
-        assignments = ", ".join(f"{c} = {e}" for c, e in spec.assignments)
-        return f"UPDATE SET {assignments}" + (f" WHERE {spec.where}" if spec.where else "")
-    return "DELETE" + (f" WHERE {spec.where}" if spec.where else "")
-
-
 def table_facts(loaded: LoadedTable, files: TableFiles) -> TableFacts:
     schema = loaded.metadata.schema()
     ident = tuple(schema.find_column_name(i) or "" for i in schema.identifier_field_ids)
     sources = tuple(schema.find_column_name(f.source_id) or "" for f in loaded.metadata.spec().fields)
     return TableFacts(identifier=ident, partition_sources=sources, data_files=len(files.data))
-
-
-def _check_columns(names: list[str], loaded: LoadedTable, context: str) -> None:
-    known = loaded.metadata.schema().column_names
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise NoSuchColumnError(f"Unknown column(s) {unknown} in {context}; table columns are {known}")
-
-
-def _validate(
-    spec: OperationSpec, source: DataFrame | None, loaded: LoadedTable, spark: SparkSession
-) -> None:
-    schema = loaded.metadata.schema()
-    if isinstance(spec, UpdateSpec):
-        _check_columns([c for c, _ in spec.assignments], loaded, "set=")
-        with spark_errors(describe(spec)):
-            check_assignments(table_frame(spark, schema), spec.assignments, schema, "UPDATE SET")
-    if not isinstance(spec, MergeSpec) or source is None:
-        return
-    if spec.on_columns is not None:
-        _check_columns(list(spec.on_columns), loaded, "on=")
-        sensitive = case_sensitive(source.sparkSession)
-        missing = [c for c in spec.on_columns if resolve(c, source.columns, sensitive) not in source.columns]
-        if missing:
-            raise NoSuchColumnError(f"Key column(s) {missing} of on= are not in the source")
-    for clause in spec.clauses:
-        _check_columns([c for c, _ in clause.assignments or ()], loaded, clause.describe())
-    if any(c.assignments is None and c.action != "delete" for c in spec.clauses):
-        check_source(source.schema, schema, case_sensitive=case_sensitive(spark))
-    explicit = [c for c in spec.clauses if c.assignments]
-    if explicit:
-        joined = table_frame(spark, schema).alias("t").crossJoin(source.alias("s"))
-        for clause in explicit:
-            with spark_errors(clause.describe()):
-                check_assignments(joined, clause.assignments or (), schema, clause.describe())
 
 
 @dataclass(frozen=True)
@@ -216,17 +121,6 @@ def _estimate(
     )
 
 
-def _resolved(
-    table: Table, spec: OperationSpec, source: DataFrame | None, loaded: LoadedTable
-) -> OperationSpec:
-    """``spec`` with column names spelled as the table spells them, every expression checked."""
-    spark, schema = table.lake.spark, loaded.metadata.schema()
-    spec = resolve_spec(spec, schema.column_names, case_sensitive(spark))
-    _validate(spec, source, loaded, spark)
-    check_expressions(spark, spec, schema, source.schema if source is not None else None)
-    return spec
-
-
 def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str) -> Planned:
     """Check the operation, evaluate the source once (``exec/source.py``) and plan on it.
 
@@ -234,7 +128,7 @@ def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: 
     """
     loaded = table.load()
     isolation_level(loaded.metadata.properties)  # an unknown level fails before any work
-    spec = _resolved(table, spec, source, loaded)
+    spec = checked_spec(spec, source, loaded.metadata, table.lake.spark)
     source = evaluate_once(source) if source is not None else None
     try:
         return _plan(table, spec, source, strategy, loaded)

@@ -177,3 +177,13 @@ def normalize_assignments(assignments: Mapping[str, str]) -> tuple[tuple[str, st
         raise InvalidInputError("Assignments must be a non-empty mapping of column name to SQL expression")
     pairs = tuple((str(k), str(v)) for k, v in assignments.items())
     return pairs
+
+
+def describe(spec: OperationSpec) -> str:
+    """The operation as one line of SQL-like text (plan reports and error messages)."""
+    if isinstance(spec, MergeSpec):
+        return f"MERGE ON {spec.on} " + " ".join(c.describe() for c in spec.clauses)
+    if isinstance(spec, UpdateSpec):
+        assignments = ", ".join(f"{c} = {e}" for c, e in spec.assignments)
+        return f"UPDATE SET {assignments}" + (f" WHERE {spec.where}" if spec.where else "")
+    return "DELETE" + (f" WHERE {spec.where}" if spec.where else "")
