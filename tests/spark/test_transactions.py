@@ -263,7 +263,9 @@ def test_orphans_are_removed_automatically(spark: SparkSession, tmp_path: Path) 
     lake.create_table("db.accounts", accounts(spark, {1: 1}))  # version 1
     abandoned = lake.begin()
     abandoned.append("db.accounts", accounts(spark, {2: 2}))  # staged, never committed
-    staged = {f.path for f in abandoned.table("db.accounts").files().data}
+    committed = {f.path for f in lake.table("db.accounts").files().data}
+    staged = {f.path for f in abandoned.table("db.accounts").files().data} - committed
+    assert staged
     del abandoned
     lake.table("db.accounts").append(accounts(spark, {3: 3}))  # version 2: no cleanup yet
     assert all(Path(p.removeprefix("file:")).exists() for p in staged)
