@@ -235,8 +235,9 @@ def run(out: Path, works: dict[int, Path], scale: dict[str, Any], tag: str) -> d
     """Every point; ``works`` maps a version count to the directory its logs are built in."""
     points = []
     plan = [(v, works.get(v, works[0])) for v in scale["versions"]]
-    if any(w != works[0] for _, w in plan):  # the small logs on the big logs' storage too, to compare
-        plan += [(v, w) for v, _ in plan for w in {w for _, w in plan} if w != works.get(v, works[0])]
+    if len(works) > 1:  # the smaller logs on the big logs' storage too, to compare like with like
+        big = works[max(works)]
+        plan += [(v, big) for v, w in plan if w != big]
     for versions, work in plan:
         for tables in scale["tables"]:
             for design in DESIGNS:

@@ -39,7 +39,6 @@ FORMAT = "rowops-lake/2"
 READABLE_FORMATS = ("rowops-lake/1", FORMAT)
 LOG_PREFIX = "_rowops/log/"
 HINT_KEY = LOG_PREFIX + "_latest"
-_NODE_WRITERS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="rowops-nodes")  # threads start lazily
 
 
 class VersionTaken(Exception):
@@ -287,7 +286,8 @@ class LakeLog:
             for item in nodes.items():
                 self._put_node(item)
             return
-        list(_NODE_WRITERS.map(self._put_node, nodes.items()))
+        with ThreadPoolExecutor(max_workers=min(8, len(nodes)), thread_name_prefix="rowops-nodes") as pool:
+            list(pool.map(self._put_node, nodes.items()))
 
     def _put_node(self, item: tuple[str, bytes]) -> None:
         node_id, data = item

@@ -127,7 +127,7 @@ def put_if_absent(path: Path, content: bytes, durable: bool = True) -> None:
 
     ``durable=False`` skips the fsyncs (benchmark builds only, see :class:`LocalStorage`).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _make_dirs(path.parent, durable)
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
     try:
         with open(tmp, "wb") as out:
@@ -149,6 +149,19 @@ def put_if_absent(path: Path, content: bytes, durable: bool = True) -> None:
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
+
+
+def _make_dirs(directory: Path, durable: bool) -> None:
+    """Create ``directory`` and missing parents; each new name is synced into its parent."""
+    if directory.is_dir():
+        return
+    _make_dirs(directory.parent, durable)
+    try:
+        directory.mkdir()
+    except FileExistsError:
+        return
+    if durable:
+        fsync_dir(directory.parent)
 
 
 def _link(tmp: Path, path: Path) -> None:

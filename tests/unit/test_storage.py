@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from rowops.catalog import storage as storage_module
 from rowops.catalog.storage import AlreadyExists, LocalStorage, Storage
 
 
@@ -49,3 +50,22 @@ def test_put_overwrites_a_hint(tmp_path: Path) -> None:
     storage.put("_rowops/log/_latest", b"2")
     assert storage.read("_rowops/log/_latest") == b"2"
     assert storage.list("_rowops/log/") == ["_rowops/log/_latest"]
+
+
+def test_new_directories_are_synced_into_their_parents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key in a new directory (a new node shard) is durable only if the directory's name is too."""
+    synced: list[str] = []
+    real = storage_module.fsync_dir
+
+    def recording(directory: Path) -> None:
+        synced.append(str(directory.relative_to(tmp_path)))
+        real(directory)
+
+    monkeypatch.setattr(storage_module, "fsync_dir", recording)
+    LocalStorage(tmp_path).put_if_absent("_rowops/nodes/ab/abc.json", b"{}")
+    assert synced == [".", "_rowops", "_rowops/nodes", "_rowops/nodes/ab"]
+    synced.clear()
+    LocalStorage(tmp_path).put_if_absent("_rowops/nodes/ab/abd.json", b"{}")
+    assert synced == ["_rowops/nodes/ab"]
