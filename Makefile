@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: install run test test-slow test-all lint bench clean
+.PHONY: install run test test-slow test-all lint bench bench-log clean
 
 install: $(STAMP)
 
@@ -35,6 +35,13 @@ test-all: install lint
 
 bench: install
 	$(PY) -m tpcds.bench --sf 1 --out tpcds/results
+
+# Lake log scale: commit/open latency at 1/1,000/10,000 tables x 1,000/100,000 versions (minutes).
+# On a contended disk, build and time the 100,000-version logs elsewhere:
+#   make bench-log LOG_BENCH_ARGS="--big-work /dev/shm/rowops-log-scale"
+LOG_BENCH_ARGS ?=
+bench-log: install
+	$(PY) -m tpcds.log_scale --out tpcds/results $(LOG_BENCH_ARGS)
 
 clean:
 	rm -rf lake spark-warehouse .pytest_cache .mypy_cache .ruff_cache

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from rowops.catalog.cleanup import DEFAULT_AGE, CleanupResult, all_entries, referenced_files, remove_orphans
+from rowops.catalog.cleanup import DEFAULT_AGE, CleanupResult, referenced_files, remove_orphans
 from rowops.catalog.history import LakeCommit, changes_back_to, describe
 from rowops.catalog.log import LakeVersion, VersionTaken
 from rowops.catalog.storage import sync_files
@@ -179,7 +179,7 @@ class Lakehouse:
                 3 days), so that transactions still running keep their files.
         """
         log = self.catalog.log
-        referenced = referenced_files(self.catalog.io, all_entries(log))
+        referenced = referenced_files(self.catalog.io, log.referenced_entries())
         return remove_orphans(self.root, referenced, self.cleanup_age if older_than is None else older_than)
 
     def committed(self, version: int) -> None:

@@ -24,7 +24,7 @@ from pyiceberg.io import FileIO
 from pyiceberg.manifest import ManifestFile
 from pyiceberg.serializers import FromInputFile
 
-from rowops.catalog.log import LakeLog, TableEntry
+from rowops.catalog.log import TableEntry
 from rowops.meta.paths import normalize_path
 
 DEFAULT_AGE = timedelta(days=3)
@@ -68,16 +68,6 @@ def _entry_paths(io: FileIO) -> Callable[[ManifestFile], list[str]]:
         return [e.data_file.file_path for e in manifest.fetch_manifest_entry(io, discard_deleted=False)]
 
     return paths
-
-
-def all_entries(log: LakeLog) -> Iterator[TableEntry]:
-    """Every table entry of every lake version."""
-    for number in log.versions():
-        version = log.read(number)
-        for name in version.names():
-            entry = version.get(name)
-            if entry is not None:
-                yield entry
 
 
 def table_files(root: Path) -> Iterator[Path]:

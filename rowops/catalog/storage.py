@@ -1,5 +1,10 @@
 """The storage primitives the catalog relies on: put-if-absent of a complete file, and durability.
 
+The lake log talks to storage only through :class:`Storage` (keys relative to the lake root, such as
+``_rowops/log/00000000000000000001.json``), so an object-store implementation (``PUT`` with
+``If-None-Match: *``, ``GET``, ``LIST``, ``DELETE``) can be added without touching the protocol.
+:class:`LocalStorage` is the default.
+
 Local disks: the content is written to a private temporary file and fsync-ed, then ``os.link``-ed to
 its final name and the directory fsync-ed. ``link`` fails with ``EEXIST`` if the name is taken, and
 a reader never sees a partial file. On object stores the same contract is ``PUT`` with
@@ -15,14 +20,15 @@ Failures are told apart by when they happen, because that decides what a caller 
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import os
 import uuid
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Protocol
 
-from rowops import faults
 from rowops.meta.paths import normalize_path
 
 
@@ -34,15 +40,101 @@ class OutcomeUnknown(Exception):
     """The link was attempted but did not report success: the file may or may not be there."""
 
 
-def put_if_absent(path: Path, content: bytes) -> None:
-    """Create ``path`` with ``content`` atomically and durably, or raise :class:`AlreadyExists`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+class Storage(Protocol):
+    """The four operations the lake log needs, on keys relative to the lake root ("a/b/c.json").
+
+    ``put`` (an unconditional overwrite) is used only for best-effort hints that readers verify.
+    """
+
+    def put_if_absent(self, key: str, data: bytes) -> None:
+        """Create ``key`` with ``data`` atomically and durably.
+
+        Raises:
+            AlreadyExists: the key exists (another writer's, or this writer's retried request).
+            OutcomeUnknown: the request was sent but did not report success: the key may exist.
+            OSError: the request certainly did not create the key.
+        """
+        ...
+
+    def read(self, key: str) -> bytes:
+        """The content of ``key``; ``FileNotFoundError`` if absent."""
+        ...
+
+    def list(self, prefix: str) -> builtins.list[str]:
+        """Every key starting with ``prefix``, sorted."""
+        ...
+
+    def delete(self, key: str) -> None:
+        """Remove ``key`` (no error if it is absent)."""
+        ...
+
+    def put(self, key: str, data: bytes) -> None:
+        """Overwrite ``key`` atomically, not durably (hints only)."""
+        ...
+
+
+class LocalStorage:
+    """:class:`Storage` on a local (or POSIX network) file system below ``root``.
+
+    ``durable=False`` skips every fsync: a crash may then lose or truncate recently written keys. It
+    exists only to build very large benchmark logs quickly; never use it for a real lake.
+    """
+
+    def __init__(self, root: Path, durable: bool = True) -> None:
+        self.root = root
+        self.durable = durable
+
+    def _path(self, key: str) -> Path:
+        return self.root / key
+
+    def put_if_absent(self, key: str, data: bytes) -> None:
+        put_if_absent(self._path(key), data, durable=self.durable)
+
+    def read(self, key: str) -> bytes:
+        return self._path(key).read_bytes()
+
+    def list(self, prefix: str) -> builtins.list[str]:
+        base, _, _ = prefix.rpartition("/")
+        start = self._path(base) if base else self.root
+        found: builtins.list[str] = []
+        _walk(start, base + "/" if base else "", found)
+        return sorted(k for k in found if k.startswith(prefix))
+
+    def delete(self, key: str) -> None:
+        self._path(key).unlink(missing_ok=True)
+
+    def put(self, key: str, data: bytes) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_hint(path, data)
+
+
+def _walk(directory: Path, prefix: str, out: list[str]) -> None:
+    """Append the keys of files below ``directory`` (skipping in-flight ``.*.tmp`` files)."""
+    try:
+        entries = list(os.scandir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            _walk(Path(entry.path), f"{prefix}{entry.name}/", out)
+        elif not (entry.name.startswith(".") and entry.name.endswith(".tmp")):
+            out.append(prefix + entry.name)
+
+
+def put_if_absent(path: Path, content: bytes, durable: bool = True) -> None:
+    """Create ``path`` with ``content`` atomically and durably, or raise :class:`AlreadyExists`.
+
+    ``durable=False`` skips the fsyncs (benchmark builds only, see :class:`LocalStorage`).
+    """
+    _make_dirs(path.parent, durable)
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
     try:
         with open(tmp, "wb") as out:
             out.write(content)
-            out.flush()
-            os.fsync(out.fileno())
+            if durable:
+                out.flush()
+                os.fsync(out.fileno())
         try:
             _link(tmp, path)
         except FileExistsError:
@@ -50,13 +142,26 @@ def put_if_absent(path: Path, content: bytes) -> None:
         except OSError as exc:
             raise OutcomeUnknown(f"linking {path} failed: {exc}") from exc
         try:
-            faults.check_os("commit-unknown")
-            fsync_dir(path.parent)
+            if durable:
+                fsync_dir(path.parent)
         except OSError as exc:
             raise OutcomeUnknown(f"{path} was linked but its directory could not be synced: {exc}") from exc
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
+
+
+def _make_dirs(directory: Path, durable: bool) -> None:
+    """Create ``directory`` and missing parents; each new name is synced into its parent."""
+    if directory.is_dir():
+        return
+    _make_dirs(directory.parent, durable)
+    try:
+        directory.mkdir()
+    except FileExistsError:
+        return
+    if durable:
+        fsync_dir(directory.parent)
 
 
 def _link(tmp: Path, path: Path) -> None:

@@ -1,0 +1,71 @@
+"""The storage interface the lake log talks to: put-if-absent, read, list by prefix, delete."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rowops.catalog import storage as storage_module
+from rowops.catalog.storage import AlreadyExists, LocalStorage, Storage
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_put_if_absent_through_the_interface(tmp_path: Path, durable: bool) -> None:
+    storage: Storage = LocalStorage(tmp_path, durable=durable)
+    storage.put_if_absent("_rowops/log/a.json", b"first")
+    with pytest.raises(AlreadyExists):
+        storage.put_if_absent("_rowops/log/a.json", b"second")
+    assert storage.read("_rowops/log/a.json") == b"first"
+    assert [p.name for p in (tmp_path / "_rowops" / "log").iterdir()] == ["a.json"]  # no temp files
+
+
+def test_read_list_delete(tmp_path: Path) -> None:
+    storage: Storage = LocalStorage(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        storage.read("_rowops/log/missing.json")
+    for key in (
+        "_rowops/nodes/b1/b1c.json",
+        "_rowops/log/2.json",
+        "_rowops/log/1.json",
+        "_rowops/nodes/a0/a0f.json",
+    ):
+        storage.put_if_absent(key, key.encode())
+    (tmp_path / "_rowops" / "log" / ".3.json.123.tmp").write_bytes(b"in flight")  # not a key yet
+    assert storage.list("_rowops/log/") == ["_rowops/log/1.json", "_rowops/log/2.json"]
+    assert storage.list("_rowops/nodes/") == ["_rowops/nodes/a0/a0f.json", "_rowops/nodes/b1/b1c.json"]
+    assert storage.list("_rowops/log/1") == ["_rowops/log/1.json"]
+    assert storage.list("_rowops/") == sorted(
+        ["_rowops/log/1.json", "_rowops/log/2.json", "_rowops/nodes/a0/a0f.json", "_rowops/nodes/b1/b1c.json"]
+    )
+    assert storage.list("nothing/here/") == []
+    storage.delete("_rowops/log/1.json")
+    storage.delete("_rowops/log/1.json")  # deleting an absent key is not an error
+    assert storage.list("_rowops/log/") == ["_rowops/log/2.json"]
+
+
+def test_put_overwrites_a_hint(tmp_path: Path) -> None:
+    storage: Storage = LocalStorage(tmp_path)
+    storage.put("_rowops/log/_latest", b"1")
+    storage.put("_rowops/log/_latest", b"2")
+    assert storage.read("_rowops/log/_latest") == b"2"
+    assert storage.list("_rowops/log/") == ["_rowops/log/_latest"]
+
+
+def test_new_directories_are_synced_into_their_parents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key in a new directory (a new node shard) is durable only if the directory's name is too."""
+    synced: list[str] = []
+    real = storage_module.fsync_dir
+
+    def recording(directory: Path) -> None:
+        synced.append(str(directory.relative_to(tmp_path)))
+        real(directory)
+
+    monkeypatch.setattr(storage_module, "fsync_dir", recording)
+    LocalStorage(tmp_path).put_if_absent("_rowops/nodes/ab/abc.json", b"{}")
+    assert synced == [".", "_rowops", "_rowops/nodes", "_rowops/nodes/ab"]
+    synced.clear()
+    LocalStorage(tmp_path).put_if_absent("_rowops/nodes/ab/abd.json", b"{}")
+    assert synced == ["_rowops/nodes/ab"]
