@@ -84,6 +84,19 @@ class Hermit:
         ids = [c.transaction_id for c in self.lake.history(since=self.start + 1)]
         assert ids == [t.tx.id for t in committed]
 
+    def assert_snapshots(self, row: str, states: list[dict[str, int]]) -> None:
+        """The table of ``row`` has exactly one snapshot per committed state, ``states`` oldest
+        first, each a child of the one before, and every reader sees each state by time travel."""
+        table = self.lake.table(self.table(row))
+        snapshots = table.snapshots()
+        assert len(snapshots) == len(states), snapshots
+        assert [s["parent_id"] for s in snapshots[1:]] == [s["snapshot_id"] for s in snapshots[:-1]]
+        for snapshot, state in zip(snapshots, states, strict=True):
+            rows = sorted((IDS[r], v) for r, v in (FILLERS | state).items() if self.place[r] == table.name)
+            snapshot_id = snapshot["snapshot_id"]
+            assert isinstance(snapshot_id, int)
+            assert_readers_agree(table, rows, ["id", "value"], self.java, snapshot_id)
+
 
 def rows_of(table: rowops.Table) -> dict[int, int]:
     rows = [(r["id"], r["value"]) for r in table.to_df().collect()]
