@@ -9,35 +9,41 @@ read inside a transaction is checked against ``lake.at(version=tx.begin_version)
 writes; every scenario ends by reading the committed state through rowops, DuckDB, PyIceberg (and
 Iceberg's Java reader) and checking the lake history holds exactly the transactions that committed.
 
-Results (asserted below; "reads" = every read saw the pinned version, nothing to abort;
-"abort K" = the later committer got ``CommitConflictError`` of kind K and the lake holds nothing of it):
+Results (asserted below). "pinned" = every read saw the pinned version (+ own writes), so the
+anomaly cannot show; "abort K" = the later committer got ``CommitConflictError`` of kind K naming
+the other transaction, and the lake holds nothing of it. Same outcome single- and multi-table
+(the error names the table of the row in conflict) unless a variant is given. delete-delete in
+the write forms of PMP and G-single: the first committer replaced every row of y's data file, so
+rowops dropped that file instead of writing position deletes.
 
-======== ============================ ============================== ==========================
-anomaly  serializable                 snapshot                       encodings
-======== ============================ ============================== ==========================
-G0       prevented: abort             prevented: abort               position-delete
-         concurrent-delete-read       concurrent-delete-read
-G1a      prevented: reads             prevented: reads               position-delete
-G1b      prevented: reads             prevented: reads               position-delete
-G1c      prevented: reads + abort     prevented: reads (both         position-delete
-         read-changed (T2)            commit, neither saw the other)
-OTV      prevented: reads + abort     prevented: reads + abort       position-delete
-         concurrent-delete-read       concurrent-delete-read
-PMP      prevented: reads; write      prevented: reads; write        position-delete
-         form: abort                  form: abort
-         concurrent-append (multi:    concurrent-delete-read
-         read... see test)
-P4       prevented: abort             prevented: abort               copy-on-write:
-         read-changed (any encoding)  pos: concurrent-delete-read    delete-delete;
-                                                                     equality-delete: write-write
-G-single prevented: reads; write      prevented: reads; write        position-delete
-         form: abort read-changed     form: abort
-                                      concurrent-delete-read
-G2-item  prevented: abort             ALLOWED: both commit           all three
-         read-changed
-======== ============================ ============================== ==========================
+============ ================================ ================================ =================
+anomaly      serializable                     snapshot                         encodings
+============ ================================ ================================ =================
+G0           prevented: abort                 prevented: abort                 position-delete
+             concurrent-delete-read (x)       concurrent-delete-read (x)
+G1a          prevented: pinned                prevented: pinned                position-delete
+G1b          prevented: pinned; one snapshot  prevented: pinned; one snapshot  position-delete
+             per commit (no time travel to    per commit
+             the intermediate 101)
+G1c          prevented: pinned + abort        prevented: pinned (both commit)  position-delete
+             read-changed (x)
+OTV          prevented: pinned + abort        prevented: pinned + abort        position-delete
+             concurrent-delete-read (x)       concurrent-delete-read (x)
+PMP          prevented: pinned; write form    prevented: pinned; write form    position-delete
+             abort: single delete-delete (y), abort delete-delete (y)
+             multi read-changed (x)
+P4           prevented: abort read-changed    prevented: abort (x): pos        all three
+             (x), every encoding              concurrent-delete-read, cow
+                                              delete-delete, eq write-write
+G-single     prevented: pinned; write form    prevented: pinned; write form    position-delete
+             abort read-changed (x)           abort delete-delete (y)
+G2-item      prevented: abort read-changed    ALLOWED: both commit             all three
+             (x)
+G2 (write    prevented: abort read-changed    ALLOWED: both commit             position-delete
+predicate)   (x)
+============ ================================ ================================ =================
 
-The same for both variants (the conflict names the table of the row in conflict). Fast subset
+Fast subset
 (unmarked, position deletes): P4 and G2-item single-table under both levels, G1b single-table and
 the G2 predicate-write case multi-table serializable; the rest is ``slow`` (``make test-slow``).
 """
@@ -173,8 +179,8 @@ def test_pmp_predicate_many_preceders(hermit: Hermit, isolation: str) -> None:
     if isolation == "serializable" and hermit.table("x") != hermit.table("y"):
         # multi-table: t4's delete matched nothing in x's table, but read it, and t3 changed it
         t4.commit_conflicts(ConflictKind.READ_CHANGED, "x", t3)
-    else:
-        t4.commit_conflicts(ConflictKind.CONCURRENT_DELETE_READ, "y", t3)
+    else:  # t3 replaced every row of y's file, so it dropped that file: t4's delete names a gone file
+        t4.commit_conflicts(ConflictKind.DELETE_DELETE, "y", t3)
     hermit.assert_final({"x": 20, "y": 30, "z": 40, "fx": 1010, "fy": 1011}, [t2, t3])
 
 
@@ -218,8 +224,8 @@ def test_g_single_read_skew(hermit: Hermit, isolation: str) -> None:
     t3.delete_where(18)  # PostgreSQL: could not serialize access due to concurrent update
     if isolation == "serializable":
         t3.commit_conflicts(ConflictKind.READ_CHANGED, "x", t4)
-    else:
-        t3.commit_conflicts(ConflictKind.CONCURRENT_DELETE_READ, "y", t4)
+    else:  # y = 18 was alone in the file t2 wrote; t4 replaced it, so it dropped that file
+        t3.commit_conflicts(ConflictKind.DELETE_DELETE, "y", t4)
     hermit.assert_final({"x": 13, "y": 17}, [t2, t4])
 
 
