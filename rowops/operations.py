@@ -436,8 +436,14 @@ def _read_set(planned: Planned) -> ReadSet:
 def _commit(
     table: Table, loaded: LoadedTable, files: TableFiles, delta: RowDelta, stage: Staging
 ) -> LoadedTable | None:
-    """Commit unless the delta changes nothing (then no snapshot is made)."""
+    """Commit unless the delta changes nothing (then no snapshot is made).
+
+    An operation that changed nothing still read its table (unless blind): a serializable
+    transaction must validate that read, e.g. a DELETE whose predicate matched no row yet.
+    """
     if not (delta.added_data or delta.added_deletes or delta.removed_data or delta.removed_deletes):
+        if not delta.blind:
+            table.scope.note_read(table.identifier)
         return None
     return table.scope.commit_delta(loaded, files, delta, listener=stage)
 

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from pyiceberg.io import FileIO
 from pyiceberg.table.metadata import TableMetadata
-from pyiceberg.table.update import SetPropertiesUpdate, update_table_metadata
+from pyiceberg.table.update import RemoveSnapshotsUpdate, SetPropertiesUpdate, update_table_metadata
 
 from rowops.commit.row_delta import Conflict, RowDelta, apply, find_conflict, main_branch_update
 from rowops.commit.write_set import find_write_conflict
@@ -127,3 +127,41 @@ def replay_all(
         written += files
         at = None
     return metadata
+
+
+def squash(metadata: TableMetadata, ours: set[int], io: FileIO) -> tuple[TableMetadata, list[str]]:
+    """Keep only the last of the snapshots ``ours`` a transaction made to a table, before publishing.
+
+    Every step adds a snapshot to the working copy; published as is, a stock Iceberg reader could
+    time-travel to a state between two steps (an intermediate read, Hermitage G1b). The last snapshot
+    keeps its sequence number and manifests (files keep theirs; nothing is rewritten) and becomes a
+    child of the snapshot the transaction started from.
+
+    Returns:
+        The metadata to publish and the metadata files only the dropped snapshots referenced (their
+        manifest lists and the manifests they added that the last snapshot does not list). Data and
+        delete files a later step of the same transaction replaced stay for ``lake.cleanup()``.
+    """
+    current = metadata.current_snapshot_id
+    dropped = [s for s in metadata.snapshots if s.snapshot_id in ours and s.snapshot_id != current]
+    if not dropped:
+        return metadata, []
+    by_id = {s.snapshot_id: s for s in metadata.snapshots}
+    parent = by_id[current].parent_snapshot_id if current in by_id else None
+    while parent in ours and parent in by_id:
+        parent = by_id[parent].parent_snapshot_id
+    ids = [s.snapshot_id for s in dropped]
+    metadata = update_table_metadata(metadata, (RemoveSnapshotsUpdate(snapshot_ids=ids),))
+    snapshots = [
+        s.model_copy(update={"parent_snapshot_id": parent}) if s.snapshot_id == current else s
+        for s in metadata.snapshots
+    ]
+    kept = {m.manifest_path for m in by_id[current].manifests(io)} if current in by_id else set()
+    garbage = [s.manifest_list for s in dropped]
+    for snapshot in dropped:
+        garbage += [
+            m.manifest_path
+            for m in snapshot.manifests(io)
+            if m.added_snapshot_id in ours and m.manifest_path not in kept and m.manifest_path not in garbage
+        ]
+    return metadata.model_copy(update={"snapshots": snapshots}), garbage

@@ -36,6 +36,7 @@ from rowops.catalog.steps import (
     Step,
     StepConflict,
     replay_all,
+    squash,
 )
 from rowops.catalog.storage import sync_files
 from rowops.catalog.tables import (
@@ -338,11 +339,24 @@ class LakeTransaction:
         work.files, work.metadata, work.location = written, metadata, None
 
     def _write_metadata(self, work: TableWork, attempts: Attempts) -> str:
+        work.metadata, dropped = squash(work.metadata, self._snapshots_made(work), self.catalog.io)
+        if dropped:  # the intermediate snapshots' files: referenced by nothing published
+            gone = set(dropped)
+            work.files = [f for f in work.files if f not in gone]
+            attempts.current = [f for f in attempts.current if f not in gone]
+            attempts.garbage += dropped
         location = attempts.stage(self.catalog.metadata_path(work.metadata))
         work.files.append(location)
         self.catalog.write_metadata(work.metadata, location)
         sync_files(attempts.current)
         return location
+
+    @staticmethod
+    def _snapshots_made(work: TableWork) -> set[int]:
+        """The snapshots this transaction added to the working copy (all of them for a new table)."""
+        if work.created:
+            return {s.snapshot_id for s in work.metadata.snapshots}
+        return {step.snapshot_id for step in work.steps if isinstance(step, DeltaStep)}
 
     def _validate_reads(self, latest: LakeVersion) -> None:
         """Serializable: no table this transaction read may have changed since it began (LakeVilla R2).
