@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: install run test test-slow test-all lint bench clean
+.PHONY: install run test test-slow test-all lint bench bench-conflicts clean
 
 install: $(STAMP)
 
@@ -35,6 +35,10 @@ test-all: install lint
 
 bench: install
 	$(PY) -m tpcds.bench --sf 1 --out tpcds/results
+
+# false aborts of row- vs file-level conflict detection on racing updates (tpcds/false_aborts.py)
+bench-conflicts: install
+	$(PY) -m tpcds.false_aborts --ops 11 --races 2 --out tpcds/results
 
 clean:
 	rm -rf lake spark-warehouse .pytest_cache .mypy_cache .ruff_cache
