@@ -163,3 +163,20 @@ def test_copy_on_write_vs_concurrent_position_deletes_stays_file_level(lake, tab
     assert "resurrect" in str(caught.value)
     assert fingerprint(lake.root) == before
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
+
+
+def test_rebased_position_deletes_stack_on_earlier_deletes(lake, table, java) -> None:  # type: ignore[no-untyped-def]
+    """The file already has deletes at the base (both racers carry those positions into their new
+    delete files): only the new positions are compared, both commit, the file then has two live
+    delete files with common positions, and later operations on the file still read and write right."""
+    oracle = Oracle(KEYED, [make_row(k) for k in range(N)])
+    oracle.upsert(_merge(table, [1, 17], 1, "position-delete"))
+    stale = Pinned(table)
+    oracle.upsert(_merge(table, [10, 11], 2, "position-delete"))
+    oracle.upsert(_merge(stale, [2, 3], 3, "position-delete"))
+    files = live_files(table.metadata, PyArrowFileIO())
+    assert len(files.position_deletes) == 2  # one per racer, each with the positions of keys 1 and 17
+    rowops.delete(table, where="k IN (3, 4, 11)", strategy="position-delete")
+    oracle.delete_keys([make_row(k) for k in (3, 4, 11)])
+    oracle.upsert(_merge(table, [2, 5, 10], 4, "position-delete"))
+    assert_readers_agree(table, oracle.values(), COLUMNS, java)
