@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: install run test test-slow test-all lint bench bench-log clean
+.PHONY: install run test test-slow test-all lint bench bench-log bench-conflicts clean
 
 install: $(STAMP)
 
@@ -42,6 +42,10 @@ bench: install
 LOG_BENCH_ARGS ?=
 bench-log: install
 	$(PY) -m tpcds.log_scale --out tpcds/results $(LOG_BENCH_ARGS)
+
+# false aborts of row- vs file-level conflict detection on racing updates (tpcds/false_aborts.py)
+bench-conflicts: install
+	$(PY) -m tpcds.false_aborts --ops 11 --races 2 --out tpcds/results
 
 clean:
 	rm -rf lake spark-warehouse .pytest_cache .mypy_cache .ruff_cache

@@ -26,8 +26,12 @@ from pyiceberg.table.update import AddSnapshotUpdate, SetSnapshotRefUpdate, upda
 
 from rowops.commit import manifests as mf
 from rowops.commit.read_set import ReadSet
+from rowops.commit.row_conflicts import Conflict, delete_conflict
 from rowops.errors import ConflictKind
 from rowops.meta.files import TableFiles
+from rowops.spec.properties import row_level_conflicts
+
+__all__ = ["Conflict", "RowDelta", "apply", "find_conflict", "main_branch_update"]
 
 
 @dataclass(frozen=True)
@@ -60,16 +64,6 @@ class RowDelta:
     @property
     def touched_data(self) -> frozenset[str]:
         return self.removed_data | self.referenced_data
-
-
-@dataclass(frozen=True)
-class Conflict:
-    """Why a delta cannot be rebased."""
-
-    kind: ConflictKind
-    reason: str
-    snapshot_id: int | None
-    files: tuple[str, ...]
 
 
 def _summary(delta: RowDelta, base: TableFiles) -> Summary:
@@ -166,34 +160,43 @@ def _suffix() -> str:
 
 
 def find_conflict(
-    delta: RowDelta, base: TableFiles, current: TableFiles, current_meta: TableMetadata
+    delta: RowDelta,
+    base: TableFiles,
+    current: TableFiles,
+    current_meta: TableMetadata,
+    row_level: bool | None = None,
 ) -> Conflict | None:
     """Check the changes committed between ``base`` and ``current`` against ``delta``.
 
-    Rules (Iceberg's RowDelta / OverwriteFiles validations):
+    Rules (Iceberg's RowDelta / OverwriteFiles validations, refined to rows):
       * files this delta removes or references by position must still be live (delete-delete);
-      * no concurrent delete file may apply to a data file this delta rewrites or references
-        (concurrent delete of rows this operation read);
+      * no concurrent delete file may remove rows this delta changed (concurrent delete of rows this
+        operation read). Row level (``commit/row_conflicts.py``): position deletes of the same data
+        file conflict only if they delete a common position; an equality delete only if its keys can
+        fall in the delta's key ranges (a MERGE on keys; other reads stay file level). A concurrent
+        delete on a file this delta *rewrote* (copy-on-write) always conflicts: the new file has no
+        row mapping to the old one, and the rewrite would resurrect the deleted rows;
       * serializable: no concurrent data file that may hold a row of the delta's read set
         (its partition and key ranges; concurrent append).
     Blind deltas (appends, equality deletes) never conflict: their meaning does not depend on a read.
+
+    Args:
+        row_level: compare rows (True) or stop at files (False); None reads the table property
+            ``rowops.conflict-detection`` (``row``, the default, or ``file``) of ``current_meta``.
     """
     if delta.blind:
         return None
+    if row_level is None:
+        row_level = row_level_conflicts(current_meta.properties)
     snapshot = current.snapshot_id
     live = {f.path for f in current.data}
     gone = sorted(p for p in delta.touched_data if p not in live)
     if gone:
         reason = "data files this operation rewrites or deletes from were removed"
         return Conflict(ConflictKind.DELETE_DELETE, reason, snapshot, tuple(gone))
-    base_deletes = {f.path for f in base.deletes}
-    touched = [f for f in current.data if f.path in delta.touched_data]
-    for new_delete in (f for f in current.deletes if f.path not in base_deletes):
-        hits = [f.path for f in touched if new_delete.may_apply_to(f)]
-        if hits:
-            kind = "equality" if new_delete.content == DataFileContent.EQUALITY_DELETES else "position"
-            reason = f"concurrent {kind} deletes on data files this operation changes"
-            return Conflict(ConflictKind.CONCURRENT_DELETE_READ, reason, snapshot, tuple(sorted(hits)[:5]))
+    conflict = delete_conflict(delta, base, current, current_meta.schema(), row_level)
+    if conflict is not None:
+        return conflict
     if delta.serializable:
         base_data = {f.path for f in base.data}
         schema = current_meta.schema()

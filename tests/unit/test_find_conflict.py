@@ -7,8 +7,11 @@ that read the base; each row states whether the commit conflicts and of which ki
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyiceberg.conversions import to_bytes
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus
@@ -23,7 +26,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from rowops.commit.read_set import ReadSet
 from rowops.commit.row_delta import RowDelta, find_conflict
-from rowops.errors import ConflictKind
+from rowops.errors import ConflictKind, InvalidInputError
 from rowops.meta.files import FILE_PATH_ID, LiveFile, TableFiles
 
 SCHEMA = Schema(NestedField(1, "k", LongType(), required=True), NestedField(2, "v", StringType()))
@@ -137,3 +140,146 @@ def test_find_conflict(case: Case, isolation: str) -> None:
     assert (conflict.kind if conflict else None) == expected, conflict
     if conflict is not None:
         assert conflict.snapshot_id == case.concurrent.snapshot_id and conflict.files
+
+
+# ------------------------------------------------------------------------------------------------
+# Row level: real Parquet delete files (pyarrow) in tmp_path, compared row by row.
+# ------------------------------------------------------------------------------------------------
+
+
+def _pos_file(path: Path, rows: list[tuple[str, int]]) -> None:
+    pq.write_table(pa.table({"file_path": [r[0] for r in rows], "pos": [r[1] for r in rows]}), path)
+
+
+def _bounds_of(rows: list[tuple[str, int]]) -> dict[str, object]:
+    names = sorted(r[0] for r in rows)
+    return {
+        "lower_bounds": {FILE_PATH_ID: names[0].encode()},
+        "upper_bounds": {FILE_PATH_ID: names[-1].encode()},
+    }
+
+
+def pos_delete_at(path: Path, rows: list[tuple[str, int]], seq: int = 2) -> LiveFile:
+    """A live position delete file holding ``rows`` (file_path, pos)."""
+    _pos_file(path, rows)
+    return _live(str(path), DataFileContent.POSITION_DELETES, seq, (0,), **_bounds_of(rows))
+
+
+def own_pos_delete(path: Path, rows: list[tuple[str, int]]) -> DataFile:
+    """A position delete file this delta wrote (its manifest path a ``file:`` URI, as rowops writes)."""
+    _pos_file(path, rows)
+    return DataFile.from_args(
+        content=DataFileContent.POSITION_DELETES,
+        file_path=f"file:{path}",
+        file_format=FileFormat.PARQUET,
+        partition=Record(0),
+        record_count=len(rows),
+        file_size_in_bytes=100,
+        spec_id=0,
+        **_bounds_of(rows),
+    )
+
+
+def eq_delete_at(path: Path, keys: list[int | None], bucket: int = 0, seq: int = 2) -> LiveFile:
+    """A live equality delete file on ``k`` (Parquet field id 1) with its metrics."""
+    field = pa.field("k", pa.int64(), metadata={"PARQUET:field_id": "1"})
+    pq.write_table(pa.table({"k": pa.array(keys, pa.int64())}, schema=pa.schema([field])), path)
+    present = [k for k in keys if k is not None]
+    stats = {
+        "lower_bounds": {K.field_id: to_bytes(LongType(), min(present))},
+        "upper_bounds": {K.field_id: to_bytes(LongType(), max(present))},
+        "null_value_counts": {K.field_id: len(keys) - len(present)},
+    }
+    return _live(str(path), DataFileContent.EQUALITY_DELETES, seq, (bucket,), equality_ids=[1], **stats)
+
+
+@dataclass(frozen=True)
+class RowCase:
+    """A delta that deleted ``own`` positions of A (or rewrote A), a concurrent commit, both verdicts."""
+
+    name: str
+    own: tuple[int, ...] = ()
+    base_positions: tuple[int, ...] = ()  # deleted at the base (carried by both new delete files)
+    concurrent: tuple[tuple[str, int], ...] = ()  # concurrent position deletes (file_path, pos)
+    eq_keys: tuple[int | None, ...] = ()  # concurrent equality deletes in A's partition
+    read: ReadSet = field(default_factory=ReadSet.everything)
+    rewrite: bool = False
+    row: ConflictKind | None = None
+    file: ConflictKind | None = ConflictKind.CONCURRENT_DELETE_READ
+
+
+MERGE_5_TO_9 = keys_read(5, 9, 0)
+DELETE_READ = ConflictKind.CONCURRENT_DELETE_READ
+ROW_CASES = [
+    RowCase("positions: different rows of one file", own=(3,), concurrent=((A.path, 4),)),
+    RowCase("positions: the same row", own=(3, 8), concurrent=((A.path, 8),), row=DELETE_READ),
+    RowCase("positions: only rows deleted at the base in common", own=(1, 2, 3), base_positions=(1, 2), concurrent=((A.path, 1), (A.path, 2), (A.path, 4))),
+    RowCase("positions: a delete file naming two files", own=(5,), concurrent=((A.path, 7), (B.path, 5))),
+    RowCase("positions: manifest path form in the delete rows", own=(5,), concurrent=((f"file:{A.path}", 5),), row=DELETE_READ),
+    RowCase("copy-on-write: different rows of the rewritten file", rewrite=True, concurrent=((A.path, 4),), row=DELETE_READ),
+    RowCase("copy-on-write: equality deletes outside the key range", rewrite=True, eq_keys=(100,), read=MERGE_5_TO_9, row=DELETE_READ),
+    RowCase("equality: key bounds outside the read key range", own=(3,), eq_keys=(20, 30), read=MERGE_5_TO_9),
+    RowCase("equality: bounds overlap, keys outside the range", own=(3,), eq_keys=(1, 12), read=MERGE_5_TO_9),
+    RowCase("equality: a key inside the range", own=(3,), eq_keys=(1, 7, 12), read=MERGE_5_TO_9, row=DELETE_READ),
+    RowCase("equality: a NULL key", own=(3,), eq_keys=(1, None, 12), read=MERGE_5_TO_9, row=DELETE_READ),
+    RowCase("equality: the delta read the whole table", own=(3,), eq_keys=(100,), row=DELETE_READ),
+    RowCase("equality: another partition", own=(3,), eq_keys=(7,), read=keys_read(5, 9, 2), row=None),
+]  # fmt: skip
+
+
+def _row_case_state(case: RowCase, tmp: Path) -> tuple[RowDelta, TableFiles, TableFiles]:
+    base_files = [A, B]
+    carried = [(A.path, p) for p in case.base_positions]
+    if carried:
+        base_files.append(pos_delete_at(tmp / "base-delete.parquet", carried, seq=1))
+    concurrent = list(base_files)
+    if case.concurrent:
+        concurrent.append(pos_delete_at(tmp / "their-deletes.parquet", carried + list(case.concurrent)))
+    if case.eq_keys:
+        concurrent.append(eq_delete_at(tmp / "their-eq-deletes.parquet", list(case.eq_keys)))
+    if case.rewrite:
+        delta = rewrite(A.path, case.read)
+    else:
+        own = own_pos_delete(tmp / "own.parquet", [(A.data_file.file_path, p) for p in case.own])
+        delta = replace(delete_from(A.path, case.read), added_deletes=(own,))
+    return delta, files(*base_files), files(*concurrent, snapshot=2)
+
+
+@pytest.mark.parametrize("case", ROW_CASES, ids=[c.name for c in ROW_CASES])
+@pytest.mark.parametrize("row_level", [True, False], ids=["row", "file"])
+def test_find_conflict_row_level(case: RowCase, row_level: bool, tmp_path: Path) -> None:
+    delta, base, concurrent = _row_case_state(case, tmp_path)
+    conflict = find_conflict(delta, base, concurrent, METADATA, row_level=row_level)
+    expected = case.row if row_level else case.file
+    assert (conflict.kind if conflict else None) == expected, conflict
+    if conflict is not None:
+        assert conflict.files and conflict.snapshot_id == 2
+
+
+def test_common_positions_are_named(tmp_path: Path) -> None:
+    case = RowCase("overlap", own=(3, 8, 9), concurrent=((A.path, 8), (A.path, 9), (A.path, 10)))
+    conflict = find_conflict(*_row_case_state(case, tmp_path), METADATA)
+    assert conflict is not None and conflict.files == (A.path,)
+    assert "positions 8, 9 of /t/a.parquet" in conflict.reason
+
+
+def test_table_property_chooses_the_granularity(tmp_path: Path) -> None:
+    case = RowCase("disjoint", own=(3,), concurrent=((A.path, 4),))
+    state = _row_case_state(case, tmp_path)
+    assert find_conflict(*state, METADATA) is None  # default: row
+    file_level = METADATA.model_copy(update={"properties": {"rowops.conflict-detection": "file"}})
+    conflict = find_conflict(*state, file_level)
+    assert conflict is not None and conflict.kind == DELETE_READ
+    wrong = METADATA.model_copy(update={"properties": {"rowops.conflict-detection": "rows"}})
+    with pytest.raises(InvalidInputError, match="conflict-detection"):
+        find_conflict(*state, wrong)
+
+
+def test_delete_files_are_read_only_for_file_level_candidates(tmp_path: Path) -> None:
+    """New delete files on other data files are never opened (their paths do not even exist)."""
+    others = [data(f"/t/other-{i}.parquet", 0, 0, 9) for i in range(1000)]
+    theirs = [pos_delete(f"/missing/d-{i}.parquet", f.path, 0) for i, f in enumerate(others)]
+    own = own_pos_delete(tmp_path / "own.parquet", [(A.data_file.file_path, 3)])
+    delta = replace(delete_from(A.path), added_deletes=(own,))
+    base = files(A, B, *others)
+    assert find_conflict(delta, base, files(A, B, *others, *theirs, snapshot=2), METADATA) is None
