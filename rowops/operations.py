@@ -49,7 +49,7 @@ from rowops.plan.explain import FileGroup, PlanReport, format_report
 from rowops.plan.pruning import prune_files
 from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, HYBRID, Decision, TableFacts, choose_strategy
 from rowops.spec.operations import MergeSpec, OperationSpec, UpdateSpec, describe
-from rowops.spec.properties import isolation_level
+from rowops.spec.properties import isolation_level, row_level_conflicts
 from rowops.spec.results import OperationResult
 
 if TYPE_CHECKING:
@@ -127,7 +127,8 @@ def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: 
     The caller releases ``Planned.source`` (:func:`release`) once the operation is done.
     """
     loaded = table.load()
-    isolation_level(loaded.metadata.properties)  # an unknown level fails before any work
+    isolation_level(loaded.metadata.properties)  # unknown values fail before any work
+    row_level_conflicts(loaded.metadata.properties)
     spec = checked_spec(spec, source, loaded.metadata, table.lake.spark)
     source = evaluate_once(source) if source is not None else None
     try:
