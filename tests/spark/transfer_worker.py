@@ -130,17 +130,25 @@ def run_one(lake: rowops.Lakehouse, config: dict[str, Any], rng: random.Random, 
         events("begin", tx=tx.id, attempt=attempt, strategy=chosen, isolation=tx.isolation)
         try:
             what = transfer(tx, rng, chosen)
-            events("commit", tx=tx.id)
+            events("commit", tx=tx.id, **what)
             version = tx.commit()
         except rowops.CommitConflictError as exc:
-            events("abort", tx=tx.id, kind=exc.kind.value, retry_safe=exc.retry_safe, table=exc.table)
+            events(
+                "abort",
+                tx=tx.id,
+                kind=exc.kind.value,
+                retry_safe=exc.retry_safe,
+                table=exc.table,
+                other=exc.other_transaction,
+                message=str(exc)[:500],
+            )
             if not exc.retry_safe:
                 raise
             continue
         except BaseException:
             tx.rollback()
             raise
-        events("committed", tx=tx.id, version=version, attempt=attempt, **what)
+        events("committed", tx=tx.id, version=version, attempt=attempt)
         return
     events("gave-up", attempts=attempt)
 
