@@ -38,9 +38,10 @@ from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.table import StaticTable
 
 import rowops
+from rowops.catalog import storage
 from tests.oracles.duckdb_reader import read_duckdb
 from tests.oracles.java_reader import JavaIcebergReader
-from tests.spark.transfer_worker import ACCOUNTS, LEDGER, TABLE_IDS, initial_balances
+from tests.spark.transfer_worker import ACCOUNTS, LEDGER, TABLE_IDS, initial_balances, transfer
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "tpcds" / "results"
@@ -292,11 +293,11 @@ def _local(path: str) -> str:
     return path
 
 
-def referenced_by_versions(lake: rowops.Lakehouse) -> set[str]:
-    """Every file a lake version references: its tables' metadata.json and their snapshots' files."""
+def referenced_by_versions(lake: rowops.Lakehouse, versions: Iterable[int] | None = None) -> set[str]:
+    """Every file the lake versions reference: their tables' metadata.json and their snapshots' files."""
     io = PyArrowFileIO()
     locations = set()
-    for number in lake.catalog.log.versions():
+    for number in lake.catalog.log.versions() if versions is None else versions:
         body = json.loads(lake.catalog.log.dir.joinpath(f"{number:020d}.json").read_text())
         locations |= {t["metadata-location"] for t in body["tables"].values()}
     found = {_local(loc) for loc in locations}
@@ -532,3 +533,38 @@ def test_sigkilled_writers_leave_a_consistent_lake_and_cleanup_removes_their_fil
         },
     )
     assert len(kills) + len(final) >= min(12, KILLS) and len(in_commit) >= min(3, KILLS // 4)
+
+
+def test_transaction_files_are_synced_before_the_version_references_them(
+    lake: rowops.Lakehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGKILL keeps the page cache; a power loss does not. Every file a transaction's lake version
+    references (data and delete files of every table, a table created with rows, manifests,
+    metadata.json) and their directories are fsync-ed before the version is linked."""
+    first = create_bank(lake)
+    events: list[tuple[str, str]] = []
+    real_fsync, real_link = os.fsync, os.link
+
+    def recording_fsync(fd: int) -> None:
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def recording_link(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+        real_link(src, dst, *args, **kwargs)
+        events.append(("link", str(dst)))
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    monkeypatch.setattr(storage.os, "link", recording_link)
+    with lake.transaction() as tx:
+        transfer(tx, random.Random(7), "position-delete")
+        tx.create_table("db.audit", lake.spark.createDataFrame([(1, 1)], ACCOUNTS))
+    monkeypatch.undo()
+    assert tx.version == first + 1
+    link_at = max(i for i, (kind, _) in enumerate(events) if kind == "link")
+    synced = {path for kind, path in events[:link_at] if kind == "fsync"}
+    added = referenced_by_versions(lake, [first + 1]) - referenced_by_versions(lake, [first])
+    assert any(f.endswith(".parquet") and "/db/audit/" in f for f in added)
+    assert any(f.endswith(".parquet") and "/db/ledger/" in f for f in added)
+    never_synced = sorted(added - synced)
+    assert never_synced == [], f"referenced before being synced: {never_synced}"
+    assert {str(Path(f).parent) for f in added} <= synced, "their directories must be synced too"
