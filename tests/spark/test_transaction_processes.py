@@ -446,7 +446,7 @@ def run_kills(writers: list[Writer], rng: random.Random, lake: rowops.Lakehouse)
             writer.wait_for(lambda w=writer: w.last() == "commit", timeout=EXIT_TIMEOUT_S)
             time.sleep(rng.uniform(0, 0.4))
         else:  # anywhere: starting up, reading, writing data files, committing
-            time.sleep(rng.uniform(1, 60))
+            time.sleep(rng.uniform(1, 90))
         kill = {**writer.kill(), "aim": aim}
         kills.append(kill)
         print(f"kill {k + 1}: {kill}")
