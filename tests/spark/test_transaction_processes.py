@@ -442,9 +442,10 @@ def run_kills(writers: list[Writer], rng: random.Random, lake: rowops.Lakehouse)
         writer = writers[k % len(writers)]
         aim = "commit" if (k // len(writers)) % 2 == 0 else "random"
         writer.wait_ready()
-        if aim == "commit":  # inside tx.commit(): metadata written, put-if-absent before or after
-            writer.wait_for(lambda w=writer: w.last() == "commit", timeout=EXIT_TIMEOUT_S)
-            time.sleep(rng.uniform(0, 0.4))
+        if aim == "commit":  # inside tx.commit(): writing metadata, or around the put-if-absent
+            phase, delay = rng.choice([("commit", 0.1), ("put", 0.25)])
+            writer.wait_for(lambda w=writer, p=phase: w.last() == p, timeout=EXIT_TIMEOUT_S)
+            time.sleep(rng.uniform(0, delay))
         else:  # anywhere: starting up, reading, writing data files, committing
             time.sleep(rng.uniform(1, 90))
         kill = {**writer.kill(), "aim": aim}
