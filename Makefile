@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: install run test test-slow test-all lint bench bench-log bench-conflicts clean
+.PHONY: install run test test-slow test-crash test-all lint bench bench-log bench-conflicts clean
 
 install: $(STAMP)
 
@@ -29,6 +29,10 @@ test: install lint
 
 test-slow: install
 	$(PY) -m pytest -q -m slow
+
+# multi-process transaction suites (also part of test-slow): concurrent transfers, SIGKILL crashes
+test-crash: install
+	$(PY) -m pytest -q -rP -m crash tests/spark/test_transaction_processes.py
 
 test-all: install lint
 	$(PY) -m pytest -q

@@ -276,10 +276,10 @@ class Lakehouse:
             delta = append_delta(df, metadata, stage)
             first, manifests = apply(delta, metadata, _NO_FILES, self.catalog.io, new_snapshot_id())
             try:
+                sync_files([*(f.file_path for f in delta.added_data), *manifests])
                 if tx is not None:
                     tx.create(ident, first, manifests, stage)
                     return
-                sync_files([*(f.file_path for f in delta.added_data), *manifests])
                 self.catalog.create(ident, first, listener=stage)
             except BaseException as exc:
                 if is_cleanable(exc):

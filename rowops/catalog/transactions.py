@@ -165,6 +165,8 @@ class LakeTransaction:
         snapshot_id = snapshot_id or new_snapshot_id()
         if listener is not None:
             self.listeners.append(listener)
+        # durable before any version can reference them (a power loss keeps no page cache)
+        sync_files(f.file_path for f in (*delta.added_data, *delta.added_deletes))
         at = work.pinned.metadata_location if work.pinned and not work.steps else None
         metadata, written = apply(delta, work.metadata, base_files, self.catalog.io, snapshot_id, at)
         work.files += written
