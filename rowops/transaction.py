@@ -162,8 +162,6 @@ class Transaction:
                 transaction again can succeed).
         """
         version = self._tx.commit()
-        if version is not None:
-            self.lake.committed(version.version)
         return version.version if version else None
 
     def rollback(self) -> None:

@@ -228,14 +228,15 @@ class LakeTransaction:
         attempts.garbage = list(self._garbage)
         try:
             self.version = self._commit_loop(changed, attempts)
-            self.state = "committed"
-            return self.version
         except BaseException as exc:
             attempts.fail(exc)
             if is_cleanable(exc):
                 self._discard_staged()
             self.state = "failed"
             raise
+        self.state = "committed"
+        self.catalog.on_commit(self.version.version)  # after the try: the version has landed
+        return self.version
 
     def rollback(self) -> None:
         """Discard everything this transaction wrote; nothing was published."""
@@ -350,7 +351,7 @@ class LakeTransaction:
         location = attempts.stage(self.catalog.metadata_path(work.metadata))
         work.files.append(location)
         self.catalog.write_metadata(work.metadata, location)
-        sync_files(attempts.current)
+        sync_files(work.files)  # this table's manifests and metadata (data files: at commit_delta)
         return location
 
     @staticmethod
@@ -406,11 +407,8 @@ class LakeTransaction:
     def _who_changed(self, name: str, latest: LakeVersion) -> LakeVersion | None:
         """The first version after begin that changed table ``name`` (only read on a conflict)."""
         before = self.pinned.get(name)
-        for number in range(self.pinned.version + 1, latest.version + 1):
-            version = self.catalog.log.read(number)
-            if version.get(name) != before:
-                return version
-        return None
+        between = self.catalog.log.history(self.pinned.version + 1, latest.version + 1)
+        return next((version for version in between if version.get(name) != before), None)
 
     def _record(self, changed: list[TableWork]) -> dict[str, Any]:
         commits = []
