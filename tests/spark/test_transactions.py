@@ -13,7 +13,15 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 import rowops
-from rowops.errors import CommitConflictError, ConflictKind, ReadOnlyError, TransactionClosedError
+from rowops.errors import (
+    CommitConflictError,
+    ConflictKind,
+    InvalidInputError,
+    NoSuchTableError,
+    ReadOnlyError,
+    TableAlreadyExistsError,
+    TransactionClosedError,
+)
 from tests.readers import assert_readers_agree
 from tests.spark.tables import fingerprint
 
@@ -272,3 +280,23 @@ def test_orphans_are_removed_automatically(spark: SparkSession, tmp_path: Path) 
     lake.table("db.accounts").append(accounts(spark, {4: 4}))  # version 3: cleanup runs
     assert not any(Path(p.removeprefix("file:")).exists() for p in staged)
     assert sorted(balances(lake.table("db.accounts"))) == [1, 3, 4]
+
+
+def test_bad_transaction_input_is_a_clear_error_and_changes_nothing(bank: rowops.Lakehouse) -> None:
+    before, files = bank.version, fingerprint(bank.root)
+    with pytest.raises(InvalidInputError, match="isolation"):
+        bank.transaction(isolation="read-committed")
+    with pytest.raises(InvalidInputError, match="versions are 0 to"):
+        bank.at(version=bank.version + 1)
+    with pytest.raises(InvalidInputError, match="exactly one"):
+        bank.at(version=1, timestamp=0)
+    with pytest.raises(InvalidInputError, match="versions are 0 to"):
+        bank.rollback_to(-1)
+    tx = bank.begin()
+    with pytest.raises(TableAlreadyExistsError):
+        tx.create_table("db.accounts", ACCOUNTS)
+    with pytest.raises(NoSuchTableError):
+        tx.drop_table("db.missing")
+    tx.commit()
+    assert tx.version is None  # nothing changed: no version
+    assert bank.version == before and fingerprint(bank.root) == files
