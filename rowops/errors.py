@@ -30,11 +30,11 @@ class InvalidInputError(RowOpsError):
 
 
 class UnsupportedStorageError(InvalidInputError):
-    """A location on a file system rowops cannot serve (object storage, HDFS): local paths only for now."""
+    """A location on storage rowops cannot serve (GCS, ADLS, HDFS): local file systems and S3 only."""
 
     help = (
-        "rowops works on local file systems only for now (object storage is not supported yet): "
-        "use a local directory or a file: URI."
+        "rowops serves lakes on local (or shared POSIX) file systems and S3-compatible object storage: "
+        "use a local directory, a file: URI or an s3:// URI."
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +15,8 @@ from pyspark.sql import types as T
 from rowops.catalog.cleanup import DEFAULT_AGE, CleanupResult, referenced_files, remove_orphans
 from rowops.catalog.history import LakeCommit, changes_back_to, describe
 from rowops.catalog.log import LakeVersion, VersionTaken
-from rowops.catalog.storage import sync_files
+from rowops.catalog.object_store import S3Storage
+from rowops.catalog.storage import Storage, sync_files
 from rowops.catalog.tables import TableCatalog, new_snapshot_id
 from rowops.catalog.transactions import DEFAULT_ISOLATION, LakeTransaction
 from rowops.catalog.views import PinnedView
@@ -26,8 +27,9 @@ from rowops.exec.session import configure, create_session
 from rowops.exec.types import to_iceberg_schema
 from rowops.exec.validation import require_dataframe
 from rowops.exec.write import staging
+from rowops.meta.fileio import make_io, s3a_conf
 from rowops.meta.files import TableFiles
-from rowops.meta.paths import local_path
+from rowops.meta.paths import is_remote, lake_location, local_path
 from rowops.meta.tables import new_metadata
 from rowops.operations import append_delta
 from rowops.spec.identifiers import TableIdentifier, parse_namespace
@@ -50,7 +52,7 @@ class LakeAt:
         self._view = PinnedView(lake.catalog, version)
 
     def __repr__(self) -> str:
-        return f"LakeAt({str(self.lake.root)!r}, version={self.version})"
+        return f"LakeAt({self.lake.location!r}, version={self.version})"
 
     @property
     def version(self) -> int:
@@ -75,12 +77,17 @@ _NO_FILES = TableFiles(None, 0, (), (), (), ())
 
 
 class Lakehouse:
-    """Open (or create) a lakehouse directory.
+    """Open (or create) a lakehouse: a local directory or an S3 prefix.
 
     Args:
-        path: the lake root directory (a local path or ``file:`` URI); created if missing. Object
-            storage and HDFS URIs are not supported yet (``UnsupportedStorageError``).
-        spark: the SparkSession to use; None creates a local one from ``conf/spark-defaults.conf``.
+        path: the lake root: a local path, a ``file:`` URI or ``s3://bucket/prefix`` (``s3a://`` is the
+            same); created if missing. Other schemes raise ``UnsupportedStorageError``.
+        spark: the SparkSession to use; None creates a local one from ``conf/spark-defaults.conf``
+            (with the matching ``spark.hadoop.fs.s3a.*`` settings for an S3 lake). A caller's session
+            is used as it is: it must be able to read and write the lake's ``s3a://`` paths.
+        storage_options: pyiceberg FileIO properties for the lake's storage (``s3.endpoint``,
+            ``s3.access-key-id``, ``s3.secret-access-key``, ``s3.session-token``, ``s3.region``,
+            ``s3.path-style-access``). Credentials never appear in reprs, errors or metadata.
     """
 
     def __init__(
@@ -89,23 +96,35 @@ class Lakehouse:
         spark: SparkSession | None = None,
         cleanup_age: timedelta = DEFAULT_AGE,
         cleanup_every: int = 1000,
+        storage_options: Mapping[str, str] | None = None,
     ) -> None:
-        self.root = Path(local_path(str(path))).resolve()
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.catalog = TableCatalog(self.root)
+        self.location = lake_location(str(path))
+        self.storage_options = {str(k): str(v) for k, v in (storage_options or {}).items()}
+        io = make_io(self.storage_options)
+        if is_remote(self.location):
+            storage: Storage | None = S3Storage(self.location, io, self.storage_options)
+        else:
+            Path(self.location).mkdir(parents=True, exist_ok=True)
+            storage = None
+        self.catalog = TableCatalog(self.location, io, storage)
         self.catalog.on_commit = self.committed
         self.cleanup_age = cleanup_age
         self.cleanup_every = cleanup_every
         self._spark = configure(spark) if spark is not None else None
 
     def __repr__(self) -> str:
-        return f"Lakehouse({str(self.root)!r})"
+        return f"Lakehouse({self.location!r})"
+
+    @property
+    def root(self) -> Path:
+        """The lake's local directory (local lakes only; see ``location`` for any lake)."""
+        return Path(local_path(self.location))
 
     @property
     def spark(self) -> SparkSession:
         """The SparkSession in use (created on first use)."""
         if self._spark is None:
-            self._spark = create_session()
+            self._spark = create_session(hadoop_conf=s3a_conf(self.storage_options))
         return self._spark
 
     # -- lake versions and transactions ----------------------------------------------------------
@@ -180,7 +199,8 @@ class Lakehouse:
         """
         log = self.catalog.log
         referenced = referenced_files(self.catalog.io, log.referenced_entries())
-        return remove_orphans(self.root, referenced, self.cleanup_age if older_than is None else older_than)
+        age = self.cleanup_age if older_than is None else older_than
+        return remove_orphans(self.catalog.io, self.location, referenced, age)
 
     def committed(self, version: int) -> None:
         """Called after each commit of this lakehouse: runs the automatic cleanup every ``cleanup_every``."""
@@ -243,7 +263,7 @@ class Lakehouse:
         ident = TableIdentifier.parse(name)
         exists = tx.table_exists(ident) if tx else str(ident) in self.catalog.log.latest()
         if exists:
-            raise TableAlreadyExistsError(f"Table {ident} already exists in lakehouse {self.root}")
+            raise TableAlreadyExistsError(f"Table {ident} already exists in lakehouse {self.location}")
         struct = (
             data
             if isinstance(data, T.StructType)
@@ -272,7 +292,7 @@ class Lakehouse:
     ) -> None:
         """Write the rows, then commit the table with them as its first snapshot."""
         _ = self.spark  # make sure the session is configured before writing
-        with staging(metadata.location) as stage, spark_errors("create_table"):
+        with staging(metadata.location, self.catalog.io) as stage, spark_errors("create_table"):
             delta = append_delta(df, metadata, stage)
             first, manifests = apply(delta, metadata, _NO_FILES, self.catalog.io, new_snapshot_id())
             try:

@@ -316,7 +316,10 @@ def execute(planned: Planned) -> OperationResult:
     """Execute a planned operation and commit it."""
     started = time.perf_counter()
     metadata = planned.loaded.metadata
-    with staging(metadata.location) as stage, spark_errors(describe(planned.spec)):
+    with (
+        staging(metadata.location, planned.table.lake.catalog.io) as stage,
+        spark_errors(describe(planned.spec)),
+    ):
         ctx = WriteContext(planned.table.lake.spark, planned.files, metadata, stage)
         written, counts = _encode(planned, ctx)
         delta = _delta(written, planned, counts)
@@ -386,13 +389,14 @@ def _delta(written: Written, planned: Planned, counts: dict[str, int | None]) ->
         if isinstance(spec, MergeSpec)
         else []
     )
-    added_data = data_files_from_parquet(written.data, metadata)
+    io = planned.table.lake.catalog.io
+    added_data = data_files_from_parquet(written.data, metadata, io)
     added_deletes = data_files_from_parquet(
-        written.position_deletes, metadata, DataFileContent.POSITION_DELETES
+        written.position_deletes, metadata, io, DataFileContent.POSITION_DELETES
     )
     if written.equality_deletes:
         added_deletes += data_files_from_parquet(
-            written.equality_deletes, metadata, DataFileContent.EQUALITY_DELETES, eq_ids
+            written.equality_deletes, metadata, io, DataFileContent.EQUALITY_DELETES, eq_ids
         )
     if written.removed_data or added_deletes:
         operation = Operation.OVERWRITE if added_data else Operation.DELETE
@@ -453,7 +457,7 @@ def append_delta(df: DataFrame, metadata: TableMetadata, stage: Staging) -> RowD
     """Write ``df``'s rows (checked against the table schema) and describe them as an append."""
     check_source(df.schema, metadata.schema(), case_sensitive=case_sensitive(df.sparkSession))
     written = write_data(df, metadata, stage.next_dir("data"))
-    added = tuple(data_files_from_parquet(written, metadata))
+    added = tuple(data_files_from_parquet(written, metadata, stage.io))
     return RowDelta(
         Operation.APPEND,
         added_data=added,
@@ -471,7 +475,7 @@ def append(table: Table, df: DataFrame) -> OperationResult:
     started = time.perf_counter()
     loaded = table.load()
     files = live_files(loaded.metadata, table.lake.catalog.io)
-    with staging(loaded.metadata.location) as stage, spark_errors("append"):
+    with staging(loaded.metadata.location, table.lake.catalog.io) as stage, spark_errors("append"):
         delta = append_delta(df, loaded.metadata, stage)
         committed = _commit(table, loaded, files, delta, stage)
     snapshot = committed.metadata.current_snapshot_id if committed else loaded.metadata.current_snapshot_id

@@ -45,7 +45,7 @@ class Table:
         self.scope: TableScope = scope if scope is not None else lake.catalog
 
     def __repr__(self) -> str:
-        return f"Table({str(self.identifier)!r}, lake={str(self.lake.root)!r})"
+        return f"Table({str(self.identifier)!r}, lake={self.lake.location!r})"
 
     @property
     def name(self) -> str:

@@ -42,19 +42,20 @@ def assert_readers_agree(
     """Assert that every reader returns exactly ``expected``; returns which readers were checked."""
     expected = list(expected)
     location = table.metadata_location
+    options = dict(table.lake.storage_options)
     checked = {}
     ours = rowops_rows(table, snapshot_id)
     names = table.to_df().columns
     assert_same_rows(expected, [tuple(r[names.index(c)] for c in columns) for r in ours], columns, "rowops")
     checked["rowops"] = "ok"
-    assert_same_rows(expected, read_duckdb(location, snapshot_id), columns, "duckdb")
+    assert_same_rows(expected, read_duckdb(location, snapshot_id, options), columns, "duckdb")
     checked["duckdb"] = "ok"
     try:
-        assert_same_rows(expected, read_pyiceberg(location, snapshot_id), columns, "pyiceberg")
+        assert_same_rows(expected, read_pyiceberg(location, snapshot_id, options), columns, "pyiceberg")
         checked["pyiceberg"] = "ok"
     except EqualityDeletesUnsupportedError:
         checked["pyiceberg"] = "skipped (equality deletes)"
     if java is not None:
-        assert_same_rows(expected, java.read(location, snapshot_id), columns, "iceberg-java")
+        assert_same_rows(expected, java.read(location, snapshot_id, options), columns, "iceberg-java")
         checked["java"] = "ok"
     return checked

@@ -12,20 +12,19 @@ uses the same rule, with three days by default).
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import ManifestFile
 from pyiceberg.serializers import FromInputFile
 
 from rowops.catalog.log import TableEntry
-from rowops.meta.paths import normalize_path
+from rowops.meta.fileio import StoredFile, list_files, remove_empty_dir
+from rowops.meta.paths import normalize_path, parent, relative, to_uri
 
 DEFAULT_AGE = timedelta(days=3)
 _TABLE_DIRS = ("data", "metadata")
@@ -70,44 +69,48 @@ def _entry_paths(io: FileIO) -> Callable[[ManifestFile], list[str]]:
     return paths
 
 
-def table_files(root: Path) -> Iterator[Path]:
+def table_files(io: FileIO, root: str) -> Iterator[StoredFile]:
     """Every file below a ``data`` or ``metadata`` directory of the lake (the log excluded)."""
-    for directory, dirs, files in os.walk(root):
-        here = Path(directory)
-        if here == root:
-            dirs[:] = [d for d in dirs if d != "_rowops"]
-        if any(part in _TABLE_DIRS for part in here.relative_to(root).parts):
-            yield from (here / f for f in files)
+    for found in list_files(io, root):
+        parts = relative(found.key, root).split("/")
+        if parts[0] != "_rowops" and any(part in _TABLE_DIRS for part in parts[:-1]):
+            yield found
 
 
-def remove_orphans(root: Path, referenced: set[str], older_than: timedelta) -> CleanupResult:
-    """Remove unreferenced table files older than ``older_than``, then empty staging directories."""
+def remove_orphans(io: FileIO, root: str, referenced: set[str], older_than: timedelta) -> CleanupResult:
+    """Remove unreferenced table files older than ``older_than``, then empty staging directories.
+
+    Args:
+        root: the lake's location (key form).
+        referenced: keys of every file a lake version references.
+    """
     limit = time.time() - older_than.total_seconds()
     removed: list[str] = []
     young = size = 0
-    for path in table_files(root):
-        if str(path) in referenced:
+    directories: set[str] = set()
+    for found in table_files(io, root):
+        if found.key in referenced:
             continue
-        try:
-            stat = path.stat()
-        except FileNotFoundError:
-            continue
-        if stat.st_mtime > limit:
+        if found.mtime > limit:
             young += 1
             continue
         with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-            removed.append(str(path.relative_to(root)))
-            size += stat.st_size
-    _remove_empty_dirs(root)
+            io.delete(to_uri(found.key))
+            removed.append(relative(found.key, root))
+            size += found.size
+            directories.add(parent(found.key))
+    _remove_empty_dirs(io, root, directories)
     return CleanupResult(len(referenced), len(removed), size, young, tuple(removed))
 
 
-def _remove_empty_dirs(root: Path) -> None:
-    for directory, _, _ in sorted(os.walk(root), key=lambda w: -len(w[0])):
-        here = Path(directory)
-        if here.name in _TABLE_DIRS or here == root or "_rowops" in here.parts:
+def _remove_empty_dirs(io: FileIO, root: str, directories: set[str]) -> None:
+    """Remove the now empty directories of removed files, deepest first, up to the table's ``data``."""
+    pending = set(directories)
+    while pending:
+        directory = max(pending, key=len)
+        pending.discard(directory)
+        name = directory.rsplit("/", 1)[-1]
+        if name in _TABLE_DIRS or directory == root or not directory.startswith(root + "/"):
             continue
-        if any(part in _TABLE_DIRS for part in here.relative_to(root).parts):
-            with contextlib.suppress(OSError):
-                here.rmdir()  # only succeeds when empty
+        remove_empty_dir(io, directory)
+        pending.add(parent(directory))

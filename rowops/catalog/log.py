@@ -123,10 +123,14 @@ def version_key(version: int) -> str:
 class LakeLog:
     """Reads and appends versions of the lake log of the lakehouse at ``root``."""
 
-    def __init__(self, root: Path, storage: Storage | None = None) -> None:
-        self.dir = root / "_rowops" / "log"  # the log's directory when the storage is local
+    def __init__(self, root: Path | str, storage: Storage | None = None) -> None:
+        """Args:
+        root: the lake root: a local directory, or (with ``storage``) any location.
+        storage: where the log lives; by default a :class:`LocalStorage` on ``root``.
+        """
+        self.dir = Path(root) / "_rowops" / "log"  # the log's directory when the storage is local
         if storage is None:
-            storage = LocalStorage(root)
+            storage = LocalStorage(Path(root))
             self.dir.mkdir(parents=True, exist_ok=True)
         self.storage = storage
 

@@ -22,14 +22,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pyiceberg.io import FileIO
-from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.serializers import FromInputFile, ToOutputFile
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import SetPropertiesUpdate, update_table_metadata
 
 from rowops import faults
 from rowops.catalog.log import LakeLog, LakeVersion, TableEntry, VersionTaken
-from rowops.catalog.storage import sync_files
+from rowops.catalog.storage import Storage, sync_files
 from rowops.commit.row_delta import RowDelta, apply, find_conflict, main_branch_update
 from rowops.errors import (
     CommitConflictError,
@@ -39,7 +38,9 @@ from rowops.errors import (
     TableAlreadyExistsError,
     keep_files,
 )
+from rowops.meta.fileio import make_io
 from rowops.meta.files import TableFiles, live_files
+from rowops.meta.paths import join, to_uri
 from rowops.spec.identifiers import TableIdentifier
 
 MAX_COMMIT_ATTEMPTS = 100
@@ -100,15 +101,21 @@ class LoadedTable:
 class TableCatalog:
     """Create, load, drop and commit tables of one lakehouse directory."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: str, io: FileIO | None = None, storage: Storage | None = None) -> None:
+        """Args:
+        root: the lake's location (key form: a local path or ``s3://bucket/prefix``).
+        io: FileIO for table files (default: local files).
+        storage: where the lake log lives (default: the local directory ``root``).
+        """
         self.root = root
-        self.log = LakeLog(root)
-        self.io: FileIO = PyArrowFileIO()
+        self.io: FileIO = io or make_io()
+        self.log = LakeLog(root if storage is not None else Path(root), storage)
         self.on_commit: Callable[[int], None] = _ignore  # told every version this catalog commits
 
     # -- reading -----------------------------------------------------------------------------
     def location(self, ident: TableIdentifier) -> str:
-        return str(self.root.joinpath(*ident.path_parts))
+        """The location of a new table: a full URI (``file:/lake/db/t``, ``s3://bucket/lake/db/t``)."""
+        return to_uri(join(self.root, *ident.path_parts))
 
     def load(self, ident: TableIdentifier, version: LakeVersion | None = None) -> LoadedTable:
         version = version or self.log.latest()

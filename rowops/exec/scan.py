@@ -32,14 +32,15 @@ from pyspark.sql import types as T
 
 from rowops.exec.types import to_spark_schema
 from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, TableFiles
-from rowops.meta.paths import to_uri
+from rowops.meta.paths import spark_uri
 
 FILE_COL, POS_COL = "_file", "_pos"
 _SEQ, _DEL_SEQ, _PATH = "_seq", "_delete_seq", "_path"
 _PART, _DEL_PART = "_part", "_delete_part"
 Partitions = dict[tuple[int, tuple[object, ...]], int]  # (spec id, partition tuple) -> small id
 
-_PLAIN = re.compile(r"^/[A-Za-z0-9/_.=\-]*$")  # local paths Spark names "file:" + path, nothing escaped
+# keys Spark names by their plain URI (spark_uri: "file:" + path, s3:// as s3a://), nothing escaped
+_PLAIN = re.compile(r"^(/|s3://)[A-Za-z0-9/_.=\-]*$")
 
 
 def file_uri(spark: SparkSession, path: str) -> str:
@@ -48,7 +49,7 @@ def file_uri(spark: SparkSession, path: str) -> str:
     Plain local paths only gain the ``file:`` scheme; anything else is qualified by Hadoop exactly as
     Spark's file index does (``Path.toUri``, which URL-encodes).
     """
-    return "file:" + path if _PLAIN.match(path) else _qualified_uri(spark, path)
+    return spark_uri(path) if _PLAIN.match(path) else _qualified_uri(spark, path)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -57,7 +58,7 @@ def _qualified_uri(spark: SparkSession, path: str) -> str:
     (scan, delete writer, result mapping) and each answer is a JVM round trip."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(to_uri(path))  # never the session's fs.defaultFS
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(spark_uri(path))  # never the session's fs.defaultFS
     fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     uri = str(fs.makeQualified(hadoop_path).toUri().toString())
     return "file:/" + uri[len("file:///") :] if uri.startswith("file:///") else uri  # as Spark lists it
@@ -70,9 +71,9 @@ def file_uris(spark: SparkSession, files: Iterable[LiveFile]) -> dict[str, str]:
 
 def read_parquet(spark: SparkSession, schema: T.StructType, paths: Sequence[str]) -> DataFrame:
     """Read Parquet files (local paths) by Iceberg field id (files given explicitly; no partition
-    inference); Spark is given ``file:`` URIs, whatever the session's default file system."""
+    inference); Spark is given ``file:``/``s3a:`` URIs, whatever the session's default file system."""
     reader = spark.read.schema(schema).option("recursiveFileLookup", "true")
-    return reader.parquet(*[to_uri(p) for p in paths])
+    return reader.parquet(*[spark_uri(p) for p in paths])
 
 
 def _empty(spark: SparkSession, schema: T.StructType) -> DataFrame:
@@ -108,11 +109,14 @@ def position_deletes(
         return None
     uris = file_uris(spark, data_files)
     df = read_parquet(spark, to_spark_schema(POSITION_DELETE_SCHEMA), [f.path for f in deletes])
-    rows = df.select(
-        F.regexp_replace("file_path", r"^file:(//)?(?=/)", "").alias(_PATH), F.col("pos").alias(POS_COL)
-    )
-    if all(uri == "file:" + path for path, uri in uris.items()):
-        return rows.select(F.concat(F.lit("file:"), F.col(_PATH)).alias(FILE_COL), POS_COL)
+    key = F.regexp_replace(F.regexp_replace("file_path", r"^file:(//)?(?=/)", ""), r"^s3[an]?://", "s3://")
+    rows = df.select(key.alias(_PATH), F.col("pos").alias(POS_COL))
+    if all(uri == spark_uri(path) for path, uri in uris.items()):
+        local = F.col(_PATH).startswith("/")
+        name = F.when(local, F.concat(F.lit("file:"), F.col(_PATH))).otherwise(
+            F.regexp_replace(_PATH, r"^s3://", "s3a://")
+        )
+        return rows.select(name.alias(FILE_COL), POS_COL)
     names = spark.createDataFrame(list(uris.items()), f"{_PATH} string, {FILE_COL} string")
     return rows.join(F.broadcast(names), _PATH, "inner").select(FILE_COL, POS_COL)
 

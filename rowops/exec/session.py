@@ -13,7 +13,7 @@ import os
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -158,11 +158,18 @@ def operation_conf(spark: SparkSession) -> Iterator[None]:
                 spark.conf.set(key, old)
 
 
-def create_session(conf_path: Path | None = None) -> SparkSession:
-    """Get or create the local SparkSession configured for rowops."""
+def create_session(
+    conf_path: Path | None = None, hadoop_conf: Mapping[str, str] | None = None
+) -> SparkSession:
+    """Get or create the local SparkSession configured for rowops.
+
+    Args:
+        hadoop_conf: extra settings (the lake's ``spark.hadoop.fs.s3a.*``), below ``REQUIRED_CONF``.
+    """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
-    for key, value in {**read_conf(conf_path or conf_file()), **REQUIRED_CONF}.items():
+    settings = {**read_conf(conf_path or conf_file()), **(hadoop_conf or {}), **REQUIRED_CONF}
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -8,17 +8,16 @@ one task, and data files are sorted by the table's sort order.
 
 from __future__ import annotations
 
+import contextlib
 import math
-import os
-import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from pathlib import Path
+from dataclasses import dataclass
 
-import pyarrow.parquet as pq
+from pyiceberg.io import FileIO
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.sorting import NullOrder, SortDirection
@@ -33,13 +32,22 @@ from rowops.exec.stats import UNKNOWN_SIZE, plan_bytes
 from rowops.exec.transforms import hidden_names, parse_partition_dirs, partition_value
 from rowops.exec.types import FIELD_ID_KEY, to_spark_type
 from rowops.exec.validation import widens
+from rowops.meta.fileio import read_footer, remove_tree
 from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, WrittenFile
-from rowops.meta.paths import from_hadoop_uri, local_path, to_uri
+from rowops.meta.paths import from_hadoop_uri, join, normalize_path, parent, relative, spark_uri
 
 NULL_MARKER = "ROWOPS_NULL_IN_REQUIRED_COLUMN"
 OUT_OF_RANGE_MARKER = "ROWOPS_VALUE_OUT_OF_RANGE"
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
 _FILE_INDEX = "data_file_index"
+
+
+@dataclass(frozen=True)
+class StagedDir:
+    """One directory of a staging area (its key) and the FileIO that reads what Spark writes there."""
+
+    key: str
+    io: FileIO
 
 
 class Staging:
@@ -50,15 +58,18 @@ class Staging:
     known to have lost.
     """
 
-    def __init__(self, table_location: str) -> None:
+    def __init__(self, table_location: str, io: FileIO) -> None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        self.root = Path(local_path(table_location)) / "data" / f"{stamp}-{uuid.uuid4().hex[:8]}"
+        self.root = join(
+            normalize_path(table_location).rstrip("/"), "data", f"{stamp}-{uuid.uuid4().hex[:8]}"
+        )
+        self.io = io
         self._count = 0
         self.referenced = False
 
-    def next_dir(self, kind: str) -> str:
+    def next_dir(self, kind: str) -> StagedDir:
         self._count += 1
-        return str(self.root / f"{kind}-{self._count}")
+        return StagedDir(join(self.root, f"{kind}-{self._count}"), self.io)
 
     def attempting(self) -> None:
         self.referenced = True
@@ -68,13 +79,14 @@ class Staging:
 
     def discard(self) -> None:
         if not self.referenced:
-            shutil.rmtree(self.root, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                remove_tree(self.io, self.root)
 
 
 @contextmanager
-def staging(table_location: str) -> Iterator[Staging]:
+def staging(table_location: str, io: FileIO) -> Iterator[Staging]:
     """Yield a staging area; remove its files if the block raises before any commit may use them."""
-    area = Staging(table_location)
+    area = Staging(table_location, io)
     try:
         yield area
     except BaseException as exc:
@@ -84,26 +96,26 @@ def staging(table_location: str) -> Iterator[Staging]:
 
 
 def list_written(spark: SparkSession, directory: str) -> list[tuple[str, str]]:
-    """(local path, partition dir relative to ``directory``) of every Parquet file written there.
+    """(key, partition dir relative to ``directory``) of every Parquet file written there.
 
     Listed through Spark's file index, i.e. by the Hadoop file system Spark wrote with (not by the
     driver's own view of its disk).
     """
     reader = spark.read.schema(T.StructType([])).option("recursiveFileLookup", "true")
     found = []
-    for uri in reader.parquet(to_uri(directory)).inputFiles():
+    for uri in reader.parquet(spark_uri(directory)).inputFiles():
         path = from_hadoop_uri(uri)
         if path.endswith(".parquet"):
-            found.append((path, os.path.relpath(os.path.dirname(path), directory)))
+            found.append((path, relative(parent(path), directory) if parent(path) != directory else "."))
     if faults.active("hide-written-file"):  # a file the driver cannot see (tests)
         found = sorted(found)[1:]
     return sorted(found)
 
 
-def footer_rows(paths: Sequence[str]) -> int:
+def footer_rows(io: FileIO, paths: Sequence[str]) -> int:
     """The rows the Parquet files at ``paths`` hold, from their footers."""
     with ThreadPoolExecutor(max_workers=8) as pool:
-        return sum(pool.map(lambda p: int(pq.read_metadata(p).num_rows), paths))
+        return sum(pool.map(lambda p: int(read_footer(io, p)[0].num_rows), paths))
 
 
 def counted(df: DataFrame) -> tuple[DataFrame, Observation]:
@@ -120,7 +132,7 @@ def save(
     df: DataFrame,
     observation: Observation,
     configure: Callable[[DataFrameWriter], DataFrameWriter],
-    directory: str,
+    directory: StagedDir,
 ) -> list[tuple[str, str]]:
     """Write ``df`` as Parquet into ``directory``; list the files and check they hold every row.
 
@@ -128,14 +140,14 @@ def save(
     must add up to that count, or :class:`WriteVerificationError` is raised before anything is
     committed (executors that wrote where the driver cannot read, e.g. workers without a shared disk).
     """
-    configure(df.write).parquet(to_uri(directory))
+    configure(df.write).parquet(spark_uri(directory.key))
     written = int(observation.get.get("rows", 0))
-    found = list_written(df.sparkSession, directory)
-    on_disk = footer_rows([path for path, _ in found])
+    found = list_written(df.sparkSession, directory.key)
+    on_disk = footer_rows(directory.io, [path for path, _ in found])
     if on_disk != written:
         raise WriteVerificationError(
-            f"Spark wrote {written} rows into {to_uri(directory)}, but the {len(found)} files the driver "
-            f"finds there hold {on_disk}: executors wrote where the driver cannot read"
+            f"Spark wrote {written} rows into {spark_uri(directory.key)}, but the {len(found)} files the "
+            f"driver finds there hold {on_disk}: executors wrote where the driver cannot read"
         )
     return found
 
@@ -201,7 +213,7 @@ def write_rows(
     df: DataFrame,
     schema: Schema,
     metadata: TableMetadata,
-    directory: str,
+    directory: StagedDir,
     cluster: bool = True,
     files: int | None = None,
     max_rows: int | None = None,
@@ -261,7 +273,7 @@ def write_rows(
 def write_data(
     df: DataFrame,
     metadata: TableMetadata,
-    directory: str,
+    directory: StagedDir,
     cluster: bool = True,
     files: int | None = None,
     max_rows: int | None = None,
@@ -293,7 +305,7 @@ def sort_columns(metadata: TableMetadata) -> list[Column]:
 
 
 def write_equality_deletes(
-    df: DataFrame, key_names: Sequence[str], metadata: TableMetadata, directory: str
+    df: DataFrame, key_names: Sequence[str], metadata: TableMetadata, directory: StagedDir
 ) -> list[WrittenFile]:
     """Write the key columns of ``df`` as equality-delete files (partitioned like the data)."""
     return write_rows(df, metadata.schema().select(*key_names), metadata, directory)
@@ -304,7 +316,7 @@ def write_position_deletes(
     deletes: DataFrame,
     data_files: Sequence[LiveFile],
     metadata: TableMetadata,
-    directory: str,
+    directory: StagedDir,
 ) -> list[tuple[WrittenFile, LiveFile]]:
     """Write ``(_file, _pos)`` rows as position-delete files: one sorted file per data file.
 

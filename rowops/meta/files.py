@@ -5,12 +5,10 @@ Reading manifests and Parquet footers is metadata work: it runs on the driver an
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-import pyarrow.parquet as pq
 from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import (
     compute_statistics_plan,
@@ -24,6 +22,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
+from rowops.meta.fileio import read_footer
 from rowops.meta.paths import normalize_path, to_uri
 
 FILE_PATH_ID, POS_ID = 2147483546, 2147483545
@@ -192,6 +191,7 @@ class WrittenFile:
 
 
 def _data_file(
+    io: FileIO,
     path: str,
     schema: Schema,
     properties: dict[str, str],
@@ -201,7 +201,7 @@ def _data_file(
     equality_ids: Sequence[int] | None,
     sort_order_id: int | None = None,
 ) -> DataFile:
-    footer = pq.read_metadata(path)
+    footer, size = read_footer(io, path)
     stats = data_file_statistics_from_parquet_metadata(
         parquet_metadata=footer,
         stats_columns=compute_statistics_plan(schema, properties),
@@ -212,7 +212,7 @@ def _data_file(
         file_path=to_uri(path),
         file_format=FileFormat.PARQUET,
         partition=Record(*partition),
-        file_size_in_bytes=os.path.getsize(path),
+        file_size_in_bytes=size,
         sort_order_id=sort_order_id,
         spec_id=spec.spec_id,
         equality_ids=list(equality_ids) if equality_ids else None,
@@ -224,6 +224,7 @@ def _data_file(
 def data_files_from_parquet(
     written: Sequence[WrittenFile],
     metadata: TableMetadata,
+    io: FileIO,
     content: DataFileContent = DataFileContent.DATA,
     equality_ids: Sequence[int] | None = None,
 ) -> list[DataFile]:
@@ -251,13 +252,13 @@ def data_files_from_parquet(
         files = list(
             pool.map(
                 lambda w: _data_file(
-                    w.path, schema, props, spec, w.partition, content, equality_ids, sorted_by
+                    io, w.path, schema, props, spec, w.partition, content, equality_ids, sorted_by
                 ),
                 written,
             )
         )
     for empty in (f for f in files if f.record_count == 0):
-        os.remove(normalize_path(empty.file_path))
+        io.delete(empty.file_path)
     return [f for f in files if f.record_count > 0]
 
 

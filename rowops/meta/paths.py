@@ -1,56 +1,72 @@
-"""The one place that maps between path forms: manifests, Spark and the local file system.
+"""The one place that maps between path forms: manifests, Spark, pyarrow and the lake's keys.
 
-* Manifests: rowops writes full URIs ``file:/lake/t/data/x.parquet`` (as Iceberg Java does for local
-  tables). Other writers record ``file:///x`` (PyIceberg), ``file:/x`` or a plain ``/x``; all are read.
-* Keys: a file is identified by its plain local path (``LiveFile.path``), whatever form its manifest
-  uses, so every comparison between files uses one form.
-* Spark and Hadoop: rowops hands Spark ``file:`` URIs, never scheme-less paths, so a session whose
-  ``fs.defaultFS`` is not ``file:`` still reads and writes the lake's files.
+A lake lives on a local file system or on S3-compatible object storage.
+
+* Keys: a file is identified by one form (``LiveFile.path``), whatever form its manifest uses, so
+  every comparison between files uses one form: the plain local path for local files, ``s3://`` URIs
+  for object storage (``s3a://`` and ``s3n://`` are the same objects).
+* Manifests: rowops writes full URIs: ``file:/lake/t/data/x.parquet`` (as Iceberg Java does for local
+  tables) and ``s3://bucket/lake/t/data/x.parquet``. Other writers record ``file:///x`` (PyIceberg),
+  ``file:/x``, a plain ``/x`` or ``s3a://``; all are read.
+* Spark and Hadoop: rowops hands Spark ``file:`` and ``s3a:`` URIs, never scheme-less paths, so a
+  session whose ``fs.defaultFS`` is not ``file:`` still reads and writes the lake's files.
 
 >>> normalize_path("file:///lake/t/a.parquet")
 '/lake/t/a.parquet'
->>> normalize_path("file:/lake/t/a.parquet")
-'/lake/t/a.parquet'
->>> normalize_path("file://localhost/lake/t/a.parquet")
-'/lake/t/a.parquet'
->>> normalize_path("/lake/t/a.parquet")
-'/lake/t/a.parquet'
->>> to_uri("/lake/t/a b.parquet")
-'file:/lake/t/a b.parquet'
->>> local_path("file:///lake")
-'/lake'
->>> local_path("s3://bucket/lake")
+>>> normalize_path("file:/lake/t/a.parquet"), normalize_path("file://localhost/lake/t/a.parquet")
+('/lake/t/a.parquet', '/lake/t/a.parquet')
+>>> normalize_path("s3a://bucket/lake/t/a.parquet")
+'s3://bucket/lake/t/a.parquet'
+>>> to_uri("/lake/t/a b.parquet"), to_uri("s3://bucket/t/a.parquet")
+('file:/lake/t/a b.parquet', 's3://bucket/t/a.parquet')
+>>> spark_uri("/lake/t"), spark_uri("s3://bucket/t")
+('file:/lake/t', 's3a://bucket/t')
+>>> lake_location("s3a://bucket/lake/"), lake_location("file:///lake/")
+('s3://bucket/lake', '/lake')
+>>> join("s3://bucket/lake", "db", "t"), relative("s3://bucket/lake/db/t", "s3://bucket/lake")
+('s3://bucket/lake/db/t', 'db/t')
+>>> lake_location("gs://b/l")
 Traceback (most recent call last):
 ...
-rowops.errors.UnsupportedStorageError: 's3://bucket/lake' is on s3 storage, which rowops cannot serve yet
-Help: rowops works on local file systems only for now (object storage is not supported yet): use a local directory or a file: URI.
+rowops.errors.UnsupportedStorageError: 'gs://b/l' is on gs storage, which rowops cannot serve yet
+Help: rowops serves lakes on local (or shared POSIX) file systems and S3-compatible object storage: use a local directory, a file: URI or an s3:// URI.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from urllib.parse import unquote
 
 from rowops.errors import UnsupportedStorageError
 
 _FILE_SCHEME = re.compile(r"^file:(//(localhost)?)?(?=/)")
+_S3_SCHEME = re.compile(r"^s3[an]?:/+", re.IGNORECASE)  # also s3:/b (what pathlib makes of s3://b)
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:/")  # s3://b, also s3:/b (what pathlib makes of it)
+S3_SCHEMES = ("s3", "s3a", "s3n")
 
 
 def normalize_path(path: str) -> str:
-    """The key form of a file: its local path without ``file:`` scheme; other schemes are kept."""
-    return _FILE_SCHEME.sub("", path)
+    """The key form of a file: its local path without ``file:`` scheme, ``s3://`` for S3 objects."""
+    return _S3_SCHEME.sub("s3://", _FILE_SCHEME.sub("", path))
 
 
 def to_uri(path: str) -> str:
-    """The manifest (and Spark) form of a local path: ``file:`` + the absolute path."""
-    return "file:" + normalize_path(path)
+    """The manifest form of a file: ``file:`` + the absolute local path, or its ``s3://`` URI."""
+    key = normalize_path(path)
+    return key if is_remote(key) else "file:" + key
+
+
+def spark_uri(path: str) -> str:
+    """The form Spark and Hadoop are given: ``file:`` + the local path, ``s3a://`` for S3 objects."""
+    key = normalize_path(path)
+    return "s3a://" + key[len("s3://") :] if key.startswith("s3://") else to_uri(key)
 
 
 def from_hadoop_uri(uri: str) -> str:
-    """The local path of a URL-encoded URI as Hadoop and Spark list files (``file:///a%20b``)."""
-    return normalize_path(unquote(uri)) if uri.startswith("file:") else uri
+    """The key of a URL-encoded URI as Hadoop and Spark list files (``file:///a%20b``, ``s3a://b/k``)."""
+    return normalize_path(unquote(uri)) if uri.startswith("file:") or _S3_SCHEME.match(uri) else uri
 
 
 def scheme(location: str) -> str | None:
@@ -59,12 +75,52 @@ def scheme(location: str) -> str | None:
     return match.group(1).lower() if match and _URI.match(location) else None
 
 
-def local_path(location: str) -> str:
-    """The local path of a plain path or ``file:`` URI; any other scheme is an error (not served yet)."""
+def is_remote(key: str) -> bool:
+    """Whether a key names an object in object storage (not a local file)."""
+    return key.startswith("s3://")
+
+
+def lake_location(location: str) -> str:
+    """The key form of a lake (or table) root: an absolute local path or ``s3://bucket/prefix``.
+
+    Raises:
+        UnsupportedStorageError: a scheme rowops cannot serve (``gs``, ``abfs``, ``hdfs``...).
+    """
     kind = scheme(location)
-    if kind is None:
-        return location
-    local = normalize_path(location)
-    if kind != "file" or local == location:
+    if kind in S3_SCHEMES:
+        key = normalize_path(location).rstrip("/")
+        if not key[len("s3://") :]:
+            raise UnsupportedStorageError(f"{location!r} names no bucket")
+        return key
+    if kind is not None and kind != "file":
         raise UnsupportedStorageError(f"{location!r} is on {kind} storage, which rowops cannot serve yet")
-    return local
+    local = normalize_path(location)
+    if kind == "file" and local == location:
+        raise UnsupportedStorageError(f"{location!r} is a file: URI with a host, which rowops cannot serve")
+    return os.path.abspath(local)
+
+
+def local_path(location: str) -> str:
+    """The local path of a plain path or ``file:`` URI; any other scheme is an error."""
+    key = lake_location(location)
+    if is_remote(key):
+        raise UnsupportedStorageError(f"{location!r} is not on a local file system")
+    return key
+
+
+def join(root: str, *parts: str) -> str:
+    """``root/part/...`` for keys of either kind (no ``os.path``: S3 keys are not paths)."""
+    return "/".join([root.rstrip("/"), *parts])
+
+
+def relative(key: str, root: str) -> str:
+    """``key`` relative to ``root`` (``key`` must be below it)."""
+    prefix = root.rstrip("/") + "/"
+    if not key.startswith(prefix):
+        raise ValueError(f"{key!r} is not below {root!r}")
+    return key[len(prefix) :]
+
+
+def parent(key: str) -> str:
+    """The directory (or key prefix) holding ``key``."""
+    return key.rsplit("/", 1)[0]

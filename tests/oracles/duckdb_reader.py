@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-EXTENSIONS = ("avro", "iceberg")  # avro first: iceberg reads manifests through it
+EXTENSIONS = ("avro", "iceberg", "httpfs")  # avro first: iceberg reads manifests through it
 
 
 def extension_path(name: str) -> Path:
@@ -48,10 +48,31 @@ def connect() -> duckdb.DuckDBPyConnection:
     return con
 
 
-def read_duckdb(metadata_location: str, snapshot_id: int | None = None) -> pa.Table:
-    """Read a table (optionally at ``snapshot_id``) with ``iceberg_scan``."""
+def _use_s3(con: duckdb.DuckDBPyConnection, options: dict[str, str]) -> None:
+    """A session secret for the S3 server in ``options`` (pyiceberg FileIO property names)."""
+    endpoint = options["s3.endpoint"]
+    host = endpoint.split("://", 1)[-1]
+    con.execute(
+        "CREATE OR REPLACE SECRET s3_lake (TYPE s3, KEY_ID ?, SECRET ?, REGION ?, ENDPOINT ?, "
+        "URL_STYLE 'path', USE_SSL ?)",
+        [
+            options["s3.access-key-id"],
+            options["s3.secret-access-key"],
+            options.get("s3.region", "us-east-1"),
+            host,
+            endpoint.startswith("https://"),
+        ],
+    )
+
+
+def read_duckdb(
+    metadata_location: str, snapshot_id: int | None = None, options: dict[str, str] | None = None
+) -> pa.Table:
+    """Read a table (optionally at ``snapshot_id``) with ``iceberg_scan``; ``options`` for S3."""
     con = connect()
     try:
+        if options and "s3.endpoint" in options:
+            _use_s3(con, options)
         if snapshot_id is None:
             return con.execute("SELECT * FROM iceberg_scan(?)", [str(metadata_location)]).to_arrow_table()
         query = "SELECT * FROM iceberg_scan(?, snapshot_from_id => ?::UBIGINT)"

@@ -58,7 +58,32 @@ def default_jars() -> list[str]:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     jars: list[str] = module.iceberg_jars()
-    return jars
+    return jars + (_s3_jars() or [])
+
+
+def _s3_jars() -> list[str] | None:
+    """Hadoop's S3A connector jars (``tools/s3_jars.py``) if extracted, so that S3 tables can be read."""
+    spec = importlib.util.spec_from_file_location("rowops_tools_s3_jars", _TOOLS_JARS.with_name("s3_jars.py"))
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    found: list[str] | None = module.available()
+    return found
+
+
+def hadoop_s3_conf(options: dict[str, str]) -> dict[str, str]:
+    """Hadoop settings for Iceberg's HadoopFileIO on ``s3://`` paths, from pyiceberg FileIO options."""
+    endpoint = options["s3.endpoint"]
+    conf = {
+        "fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "fs.s3a.endpoint": endpoint,
+        "fs.s3a.access.key": options["s3.access-key-id"],
+        "fs.s3a.secret.key": options["s3.secret-access-key"],
+        "fs.s3a.path.style.access": options.get("s3.path-style-access", "true"),
+        "fs.s3a.connection.ssl.enabled": str(endpoint.startswith("https://")).lower(),
+    }
+    return conf
 
 
 def _spawn(argv: list[str], env: dict[str, str], work: Path, reply_fd: int) -> subprocess.Popen[bytes]:
@@ -146,8 +171,13 @@ class JavaIcebergReader:
         self.startup_seconds = time.monotonic() - began
         return self
 
-    def read(self, metadata_location: str, snapshot_id: int | None = None) -> pa.Table:
-        """Read a table (optionally at ``snapshot_id``) through ``spark.read.format("iceberg")``."""
+    def read(
+        self, metadata_location: str, snapshot_id: int | None = None, options: dict[str, str] | None = None
+    ) -> pa.Table:
+        """Read a table (optionally at ``snapshot_id``) through ``spark.read.format("iceberg")``.
+
+        ``options``: pyiceberg FileIO properties of an S3 lake (endpoint, credentials).
+        """
         with self._lock:
             if not self.running or self._workdir is None:
                 raise JavaReaderError("the Java worker is not running; call start() or use `with`")
@@ -156,6 +186,8 @@ class JavaIcebergReader:
             request: dict[str, Any] = {"metadata_location": str(metadata_location), "out": str(out)}
             if snapshot_id is not None:
                 request["snapshot_id"] = int(snapshot_id)
+            if options and "s3.endpoint" in options:
+                request["hadoop"] = hadoop_s3_conf(options)
             reply = self._request(request, self._read_timeout)
             if not reply.get("ok"):
                 raise JavaReadError(f"Java reader failed on {metadata_location}: {reply.get('error')}")
@@ -266,6 +298,9 @@ def _serve(reply_fd: int, jars: list[str], driver_memory: str) -> None:
         if request.get("cmd") == "shutdown":
             break
         try:
+            hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+            for key, value in request.get("hadoop", {}).items():
+                hadoop.set(key, value)
             reader = spark.read.format("iceberg")
             if request.get("snapshot_id") is not None:
                 reader = reader.option("snapshot-id", str(request["snapshot_id"]))

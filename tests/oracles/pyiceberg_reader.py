@@ -25,9 +25,14 @@ def equality_delete_files(table: StaticTable, snapshot_id: int | None = None) ->
     ]
 
 
-def read_pyiceberg(metadata_location: str, snapshot_id: int | None = None) -> pa.Table:
-    """Read a table (optionally at ``snapshot_id``); raise ``EqualityDeletesUnsupportedError`` if needed."""
-    table = StaticTable.from_metadata(str(metadata_location))
+def read_pyiceberg(
+    metadata_location: str, snapshot_id: int | None = None, options: dict[str, str] | None = None
+) -> pa.Table:
+    """Read a table (optionally at ``snapshot_id``); raise ``EqualityDeletesUnsupportedError`` if needed.
+
+    ``options``: pyiceberg FileIO properties (S3 endpoint and credentials).
+    """
+    table = StaticTable.from_metadata(str(metadata_location), properties=dict(options or {}))
     if snapshot_id is not None and table.snapshot_by_id(snapshot_id) is None:
         raise ValueError(f"snapshot {snapshot_id} not found in {metadata_location}")
     eq_deletes = equality_delete_files(table, snapshot_id)

@@ -7,12 +7,14 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+from rowops.meta.fileio import list_files
+from rowops.meta.paths import relative, to_uri
 
 Row = tuple[Any, ...]
 COLUMNS = ["k", "g", "s", "amt", "d", "ts", "x", "flag", "n"]
@@ -90,8 +92,20 @@ class Oracle:
         return list(self.rows.values())
 
 
-def fingerprint(lake_root: Path) -> dict[str, str]:
-    """Every file below the lake with a hash of its content: proves 'nothing changed'."""
+def fingerprint(lake_root: Any) -> dict[str, str]:
+    """Every file below the lake with a hash of its content: proves 'nothing changed'.
+
+    ``lake_root``: a local directory, or a ``Lakehouse`` (local or on object storage).
+    """
+    if hasattr(lake_root, "location"):
+        lake = lake_root
+        io = lake.catalog.io
+        return {
+            relative(f.key, lake.location): hashlib.sha1(
+                io.new_input(to_uri(f.key)).open().read()
+            ).hexdigest()
+            for f in list_files(io, lake.location)
+        }
     return {
         str(p.relative_to(lake_root)): hashlib.sha1(p.read_bytes()).hexdigest()
         for p in sorted(lake_root.rglob("*"))

@@ -1,7 +1,8 @@
 """One behaviour suite for MERGE, UPDATE and DELETE, run under all three write strategies.
 
 Expected rows come from a plain-Python oracle; every final table is read back by rowops, DuckDB,
-PyIceberg (where it can apply the deletes) and Iceberg's Java reader.
+PyIceberg (where it can apply the deletes) and Iceberg's Java reader. Every test runs on a local
+lake and on an S3 lake (moto on loopback, marker ``s3``).
 """
 
 from __future__ import annotations
@@ -18,11 +19,18 @@ from rowops.errors import (
     UnsupportedStrategyError,
     ValueOutOfRangeError,
 )
+from tests.conftest import make_lake
 from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, SCHEMA, Layout, Oracle, fingerprint, frame, make_row
 from tests.spark.test_errors import assert_unchanged
 
 N = 60
+
+
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
+def lake(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """Every behaviour test runs on a local lake and on a lake on the S3 server."""
+    return make_lake(request.param, request)
 
 
 def create(lake, layout: Layout, rows=None):  # type: ignore[no-untyped-def]
@@ -84,10 +92,10 @@ def test_conditional_merge_builder(lake, strategy, java) -> None:  # type: ignor
         .delete()
     )
     if strategy == "equality-delete":
-        before = fingerprint(lake.root)
+        before = fingerprint(lake)
         with pytest.raises(UnsupportedStrategyError):
             builder.execute(strategy=strategy)
-        assert fingerprint(lake.root) == before
+        assert fingerprint(lake) == before
         return
     result = builder.execute(strategy=strategy)
     assert (result.rows_deleted, result.rows_updated, result.rows_inserted) == (2 + 10, 2, 2)

@@ -27,10 +27,10 @@ def assert_unchanged(
     lake: Any, action: Callable[[], object], error: type[BaseException], *needles: str
 ) -> str:
     """Run ``action``; it must raise ``error`` mentioning ``needles`` and leave every lake file as it was."""
-    before = fingerprint(lake.root)
+    before = fingerprint(lake)
     with pytest.raises(error) as caught:
         action()
-    assert fingerprint(lake.root) == before, "the failed operation changed files in the lake"
+    assert fingerprint(lake) == before, "the failed operation changed files in the lake"
     message = str(caught.value)
     for needle in needles:
         assert needle in message, f"{needle!r} not in error message: {message}"

@@ -1,0 +1,125 @@
+"""The lake log's :class:`~rowops.catalog.storage.Storage` on S3-compatible object storage.
+
+Reads, listings, deletes and hint overwrites go through pyarrow's ``S3FileSystem`` (the one pyiceberg's
+FileIO resolves for the bucket). Put-if-absent is the one thing pyarrow lacks: it is a boto3
+``PutObject`` with ``If-None-Match: *``, which S3 (since 2024), MinIO and moto answer with ``412
+Precondition Failed`` when the key exists. A check-then-write (``exists`` then ``create``) is not a
+substitute: two writers can both pass the check.
+
+Outcomes of a put, as the log needs them:
+
+* 200: created.
+* 412: the key exists (:class:`AlreadyExists`); it may be this writer's own object if botocore retried a
+  request whose first response was lost: the log reads the version back and compares transaction ids.
+* 409 ``ConditionalRequestConflict`` (a concurrent conditional write on the key): retried here.
+* other 4xx (access denied, no such bucket): certainly not created (``OSError``).
+* 5xx, timeouts, connection errors after the request was sent: :class:`OutcomeUnknown`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import time
+from collections.abc import Mapping
+
+import boto3
+import botocore.config
+import botocore.exceptions
+from pyiceberg.io import FileIO
+
+from rowops.catalog.storage import AlreadyExists, OutcomeUnknown
+from rowops.meta.fileio import filesystem, list_files
+from rowops.meta.paths import join
+
+_CONFLICT_RETRIES = 20
+
+
+def _client_options(options: Mapping[str, str]) -> dict[str, object]:
+    """boto3 client arguments from pyiceberg FileIO properties."""
+    path_style = options.get("s3.path-style-access", "").lower() == "true" or (
+        options.get("s3.force-virtual-addressing", "").lower() == "false"
+    )
+    config = botocore.config.Config(
+        s3={"addressing_style": "path" if path_style else "auto"},
+        retries={"max_attempts": 5, "mode": "standard"},
+        connect_timeout=float(options.get("s3.connect-timeout", 10)),
+        read_timeout=float(options.get("s3.request-timeout", 60)),
+    )
+    return {
+        "endpoint_url": options.get("s3.endpoint"),
+        "aws_access_key_id": options.get("s3.access-key-id"),
+        "aws_secret_access_key": options.get("s3.secret-access-key"),
+        "aws_session_token": options.get("s3.session-token"),
+        "region_name": options.get("s3.region"),
+        "config": config,
+    }
+
+
+class S3Storage:
+    """:class:`~rowops.catalog.storage.Storage` below ``s3://bucket/prefix``.
+
+    Args:
+        root: the lake's ``s3://bucket/prefix``.
+        io: the lake's FileIO (its pyarrow file system serves reads and listings).
+        options: pyiceberg FileIO properties (endpoint, credentials, region, addressing style).
+    """
+
+    durable = True  # a successful PUT is durable
+
+    def __init__(self, root: str, io: FileIO, options: Mapping[str, str]) -> None:
+        self.root = root.rstrip("/")
+        self.io = io
+        self.bucket, _, self.prefix = self.root[len("s3://") :].partition("/")
+        self._client = boto3.session.Session().client("s3", **_client_options(options))
+
+    def __repr__(self) -> str:
+        return f"S3Storage({self.root!r})"
+
+    def _key(self, key: str) -> str:
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def put_if_absent(self, key: str, data: bytes) -> None:
+        for attempt in range(_CONFLICT_RETRIES):
+            try:
+                self._client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, IfNoneMatch="*")
+                return
+            except botocore.exceptions.ClientError as exc:
+                status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+                code = exc.response.get("Error", {}).get("Code", "")
+                if status == 412 or code == "PreconditionFailed":
+                    raise AlreadyExists(join(self.root, key)) from None
+                if status == 409:  # a concurrent conditional write on the same key: try again
+                    time.sleep(min(0.05 * 2**attempt, 1.0))
+                    continue
+                if 400 <= status < 500:
+                    raise OSError(f"PUT {join(self.root, key)} was refused ({code}): {exc}") from exc
+                raise OutcomeUnknown(f"PUT {join(self.root, key)} failed ({status} {code}): {exc}") from exc
+            except botocore.exceptions.BotoCoreError as exc:
+                if isinstance(
+                    exc, botocore.exceptions.NoCredentialsError | botocore.exceptions.ParamValidationError
+                ):
+                    raise OSError(f"PUT {join(self.root, key)} could not be sent: {exc}") from exc
+                raise OutcomeUnknown(f"PUT {join(self.root, key)} did not complete: {exc}") from exc
+        raise OSError(f"PUT {join(self.root, key)} kept conflicting with concurrent writes")
+
+    def read(self, key: str) -> bytes:
+        fs, path = filesystem(self.io, join(self.root, key))
+        with fs.open_input_stream(path) as stream:
+            return bytes(stream.read())
+
+    def list(self, prefix: str) -> builtins.list[str]:
+        base, _, _ = prefix.rpartition("/")
+        start = join(self.root, base) if base else self.root
+        found = [f.key[len(self.root) + 1 :] for f in list_files(self.io, start)]
+        return sorted(k for k in found if k.startswith(prefix))
+
+    def delete(self, key: str) -> None:
+        fs, path = filesystem(self.io, join(self.root, key))
+        with contextlib.suppress(FileNotFoundError):
+            fs.delete_file(path)
+
+    def put(self, key: str, data: bytes) -> None:
+        fs, path = filesystem(self.io, join(self.root, key))
+        with fs.open_output_stream(path) as out:
+            out.write(data)
