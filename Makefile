@@ -5,15 +5,16 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: install run test test-slow test-crash test-all lint bench bench-log bench-conflicts clean
+.PHONY: install run test test-s3 test-slow test-crash test-all lint bench bench-log bench-conflicts clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml tools/iceberg_jars.py
+$(STAMP): pyproject.toml tools/iceberg_jars.py tools/s3_jars.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[test]"
 	$(PY) tools/iceberg_jars.py
+	$(PY) tools/s3_jars.py
 	touch $(STAMP)
 
 run: install
@@ -25,7 +26,11 @@ lint: install
 	$(VENV)/bin/mypy
 
 test: install lint
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow and not s3"
+
+# the behaviour and concurrency suites again, on lakes on an S3 server (moto on loopback)
+test-s3: install
+	$(PY) -m pytest -q -m "s3 and not slow" tests/spark/test_behaviour.py tests/spark/test_concurrency.py tests/spark/test_s3.py
 
 test-slow: install
 	$(PY) -m pytest -q -m slow

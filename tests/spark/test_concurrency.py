@@ -33,15 +33,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyiceberg.io.pyarrow import PyArrowFileIO
 
 import rowops
-from rowops.catalog.log import LakeLog, VersionTaken
+from rowops.catalog.log import LakeLog, VersionTaken, version_key
 from rowops.errors import ConflictKind
-from rowops.meta.paths import normalize_path
+from rowops.meta.fileio import list_files, s3a_conf
+from rowops.meta.paths import is_remote, normalize_path, relative
 from rowops.spec.identifiers import TableIdentifier
+from tests.conftest import make_lake
 from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, Layout, Oracle, frame, make_row
+from tools import s3_jars
 
 N = 40
 KEYED = Layout("unpartitioned", (), ("k",))
@@ -119,9 +121,12 @@ def job(
     before: tuple[str | None, str | None] = (None, None),
     pauses: dict[int, tuple[str | None, str | None]] | None = None,
     done: str | None = None,
+    storage_options: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Open the lake, optionally rendezvous, run ``op``; signal ``done`` afterwards (even on error)."""
-    lake = rowops.Lakehouse(lake_path, spark=spark)
+    for key, value in s3a_conf(storage_options or {}).items():  # this worker's session reaches the S3 lake
+        spark.conf.set(key.removeprefix("spark.hadoop."), value)
+    lake = rowops.Lakehouse(lake_path, spark=spark, storage_options=storage_options)
     gate = _CommitGate(lake.catalog.log, signals, pauses or {})
     try:
         touch, wait = before
@@ -155,8 +160,11 @@ def _worker_main(inbox: Any, outbox: Any) -> None:
 
     from rowops.exec.session import configure
 
+    builder = SparkSession.builder
+    if jars := s3_jars.available():
+        builder = builder.config("spark.jars", ",".join(jars))
     spark = (
-        SparkSession.builder.master("local[1]")
+        builder.master("local[1]")
         .appName(f"rowops-concurrency-{os.getpid()}")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -233,6 +241,16 @@ class Worker:
             self.process.join(timeout=10)
 
 
+def _storage(lake: Any) -> dict[str, Any]:
+    return {"storage_options": dict(lake.storage_options)}
+
+
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
+def lake(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """Every scenario runs on a local lake and on a lake on the S3 server (the workers reach both)."""
+    return make_lake(request.param, request)
+
+
 @pytest.fixture(scope="module")
 def workers() -> Iterator[tuple[Worker, Worker]]:
     ctx = mp.get_context("spawn")
@@ -263,7 +281,7 @@ class Race:
         (``b`` starts once ``a`` is at its commit, so both read the same base).
         mode ``start``: both start their operation at the same moment; no pause at the commit.
         """
-        common = {"lake_path": str(self.lake.root), "signals": self.signals}
+        common = {"lake_path": self.lake.location, "signals": self.signals, **_storage(self.lake)}
         a_at, b_at, a_go, b_go, b_done = (f"{tag}{n}" for n in ("a-at", "b-at", "a-go", "b-go", "b-done"))
         if mode == "rendezvous":
             a.submit(job, op=op_a, pauses={1: (a_at, b_at)}, **common)
@@ -318,7 +336,7 @@ def lake_commits(lake: Any) -> list[dict[str, Any]]:
     assert versions == list(range(1, len(versions) + 1)), f"lake log has gaps: {versions}"
     commits = []
     for v in versions:
-        body = json.loads(log._path(v).read_bytes())
+        body = json.loads(log.storage.read(version_key(v)))
         assert body["parent-version"] == (v - 1 if v > 1 else None) or v == 1
         commits += [{**c, "version": v} for c in body["transaction"]["commits"]]
     return commits
@@ -346,7 +364,7 @@ def unreferenced_files(lake: Any, table_name: str) -> list[str]:
     markers that Spark writes next to data files are ignored, but a staging directory under
     ``data/`` that holds no referenced file at all is reported.
     """
-    io = PyArrowFileIO()
+    io = lake.catalog.io
     log = lake.catalog.log
     referenced: set[str] = set()
     for v in log.versions():
@@ -361,21 +379,28 @@ def unreferenced_files(lake: Any, table_name: str) -> list[str]:
                 referenced.add(normalize_path(manifest.manifest_path))
                 for e in manifest.fetch_manifest_entry(io, discard_deleted=False):
                     referenced.add(normalize_path(e.data_file.file_path))
-    location = Path(lake.catalog.location(TableIdentifier.parse(table_name)))
-    data = location / "data"
+    location = normalize_path(lake.catalog.location(TableIdentifier.parse(table_name)))
+    files = [f.key for f in list_files(io, location)]
+    staging_dirs = {
+        relative(k, location).split("/")[1] for k in files if relative(k, location).startswith("data/")
+    }
+    if not is_remote(location) and Path(location, "data").is_dir():  # empty local directories too
+        staging_dirs |= {p.name for p in Path(location, "data").iterdir() if p.is_dir()}
     committed_staging = {
-        staging
-        for staging in (data.iterdir() if data.is_dir() else ())
-        if any(str(p) in referenced for p in staging.rglob("*"))
+        parts[1]
+        for k in referenced
+        if k.startswith(location + "/")
+        for parts in [relative(k, location).split("/")]
+        if parts[0] == "data" and len(parts) > 2
     }
     orphans = []
-    for path in sorted(location.rglob("*")):
-        if not path.is_file() or path.name.startswith((".", "_")) or str(path) in referenced:
+    for key in sorted(files):
+        name = key.rsplit("/", 1)[-1]
+        if name.startswith((".", "_")) or key in referenced:
             continue
-        orphans.append(str(path.relative_to(location)))
-    for staging in sorted(data.iterdir()) if data.is_dir() else []:
-        if staging not in committed_staging:
-            orphans.append(f"{staging.relative_to(location)}/ (no referenced file)")
+        orphans.append(relative(key, location))
+    for staging in sorted(staging_dirs - committed_staging):
+        orphans.append(f"data/{staging}/ (no referenced file)")
     return sorted(set(orphans))
 
 
@@ -476,7 +501,7 @@ def test_conflicting_merges_one_wins(lake, race, workers, java, strategy_a, stra
     assert unreferenced_files(lake, "db.t") == []
     # retry_safe means it: running the loser's operation again applies it on top of the winner
     loser_worker = a if loser is out_a else b
-    loser_worker.submit(job, lake_path=str(lake.root), op=lose_op, signals=race.signals)
+    loser_worker.submit(job, lake_path=lake.location, op=lose_op, signals=race.signals, **_storage(lake))
     retried = assert_committed(loser_worker.result())
     assert snapshot_order(table) == [base_snapshot, win_snapshot, retried]
     oracle.upsert(lose_op["rows"])
@@ -618,7 +643,7 @@ def test_rebase_then_conflict_cleans_up_every_attempt(lake, race, workers, java)
     keys = range(5, 15)
     op_a = merge_op(keys, 1, "position-delete")
     op_b1, op_b2 = append_op(range(100, 105), 2), merge_op(keys, 3, "copy-on-write")
-    common = {"lake_path": str(lake.root), "signals": race.signals}
+    common = {"lake_path": lake.location, "signals": race.signals, **_storage(lake)}
     a.submit(
         job, op=op_a, pauses={1: ("a-at-commit-1", "b1-done"), 2: ("a-at-commit-2", "b2-done")}, **common
     )
