@@ -38,6 +38,15 @@ class UnsupportedStorageError(InvalidInputError):
     )
 
 
+class StorageAccessError(InvalidInputError):
+    """The lake's storage cannot be reached: no such bucket, refused credentials, unreachable endpoint."""
+
+    help = (
+        "Check the bucket name and the storage_options (s3.endpoint, s3.region, s3.access-key-id, "
+        "s3.secret-access-key); rowops never creates buckets."
+    )
+
+
 class InvalidArgumentError(InvalidInputError, TypeError):
     """A public function was called with an unknown keyword or an argument of the wrong kind.
 

@@ -102,7 +102,9 @@ class Lakehouse:
         self.storage_options = {str(k): str(v) for k, v in (storage_options or {}).items()}
         io = make_io(self.storage_options)
         if is_remote(self.location):
-            storage: Storage | None = S3Storage(self.location, io, self.storage_options)
+            remote = S3Storage(self.location, io, self.storage_options)
+            remote.check_access()
+            storage: Storage | None = remote
         else:
             Path(self.location).mkdir(parents=True, exist_ok=True)
             storage = None

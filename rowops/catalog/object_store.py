@@ -29,6 +29,7 @@ import botocore.exceptions
 from pyiceberg.io import FileIO
 
 from rowops.catalog.storage import AlreadyExists, OutcomeUnknown
+from rowops.errors import StorageAccessError
 from rowops.meta.fileio import filesystem, list_files
 from rowops.meta.paths import join
 
@@ -75,6 +76,19 @@ class S3Storage:
 
     def __repr__(self) -> str:
         return f"S3Storage({self.root!r})"
+
+    def check_access(self) -> None:
+        """Raise :class:`StorageAccessError` unless the bucket exists and the credentials may use it."""
+        try:
+            self._client.head_bucket(Bucket=self.bucket)
+        except botocore.exceptions.ClientError as exc:
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", "?")
+            reason = {404: "does not exist", 403: "refuses these credentials"}.get(
+                status, f"answered {status}"
+            )
+            raise StorageAccessError(f"Bucket {self.bucket!r} of lake {self.root} {reason}") from None
+        except botocore.exceptions.BotoCoreError as exc:
+            raise StorageAccessError(f"The storage of lake {self.root} cannot be reached: {exc}") from None
 
     def _key(self, key: str) -> str:
         return f"{self.prefix}/{key}" if self.prefix else key

@@ -21,7 +21,7 @@ from rowops.catalog.log import LakeLog
 from rowops.catalog.object_store import S3Storage
 from rowops.catalog.storage import AlreadyExists
 from rowops.catalog.trie import TableEntry
-from rowops.errors import CommitStateUnknownError
+from rowops.errors import CommitStateUnknownError, StorageAccessError
 from rowops.meta.fileio import make_io
 from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, LAYOUTS, Oracle, frame, make_row
@@ -157,3 +157,13 @@ def test_cleanup_removes_orphans_on_s3(s3_lake, s3) -> None:  # type: ignore[no-
     after = set(s3.keys(bucket))
     assert orphan not in after and all(k.endswith("_SUCCESS") for k in before - after - {orphan})
     assert table.to_df().count() == 10
+
+
+def test_missing_bucket_or_bad_credentials_are_clear_errors(s3, spark) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(StorageAccessError, match="does not exist") as caught:
+        rowops.Lakehouse("s3://no-such-bucket-here/lake", spark=spark, storage_options=s3.options)
+    assert "\nHelp: " in str(caught.value)
+    wrong = {**s3.options, "s3.endpoint": "http://127.0.0.1:9"}  # nothing listens there
+    with pytest.raises(StorageAccessError, match="cannot be reached") as caught:
+        rowops.Lakehouse(f"s3://{s3.new_bucket()}/lake", spark=spark, storage_options=wrong)
+    assert s3.options["s3.secret-access-key"] not in str(caught.value)
