@@ -37,7 +37,7 @@ test-crash: install
 # a Spark standalone master and two workers on loopback (also part of test-slow; run it alone: one
 # SparkContext per process): MERGE/UPDATE/DELETE on executors that get rowops only from the driver
 test-cluster: install
-	$(PY) -m pytest -q -rA -m cluster tests/cluster
+	$(PY) -m pytest -v -m cluster tests/cluster
 
 test-all: install lint
 	$(PY) -m pytest -q
