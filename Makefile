@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: install run test test-s3 test-slow test-crash test-all lint bench bench-log bench-conflicts clean
+.PHONY: install run test test-s3 test-slow test-crash test-cluster test-all lint bench bench-log bench-conflicts clean
 
 install: $(STAMP)
 
@@ -38,6 +38,11 @@ test-slow: install
 # multi-process transaction suites (also part of test-slow): concurrent transfers, SIGKILL crashes
 test-crash: install
 	$(PY) -m pytest -q -rP -m crash tests/spark/test_transaction_processes.py
+
+# a Spark standalone master and two workers on loopback (also part of test-slow; run it alone: one
+# SparkContext per process): MERGE/UPDATE/DELETE on executors that get rowops only from the driver
+test-cluster: install
+	$(PY) -m pytest -v -m cluster tests/cluster
 
 test-all: install lint
 	$(PY) -m pytest -q

@@ -307,6 +307,15 @@ class SparkJobError(RowOpsError):
     )
 
 
+class MissingFileError(SparkJobError):
+    """A file Spark had to read does not exist where an executor looked; nothing was committed."""
+
+    help = (
+        "Nothing was committed. Every Spark executor must see the lake's files at the same path as the "
+        "driver (a file system shared by all machines); if a file was removed by hand, restore it."
+    )
+
+
 class CorruptLakeError(RowOpsError):
     """The lakehouse log or table metadata is unreadable or inconsistent."""
 

@@ -11,6 +11,7 @@ from pyspark.errors import AnalysisException, PySparkException
 
 from rowops.errors import (
     InvalidExpressionError,
+    MissingFileError,
     NullKeyError,
     NullValueError,
     RowOpsError,
@@ -44,6 +45,8 @@ def _job_error(context: str, exc: Exception) -> RowOpsError:
     python = [line for line in lines if _PYTHON_ERROR.match(line)]
     if python and ("Traceback" in summary or "Python worker" in summary):
         summary = python[-1]  # a Python worker's error: its last line says what went wrong
+    if "FileNotFoundException" in summary:  # e.g. executors that do not share the driver's disk
+        return MissingFileError(f"Spark found no file it had to read in {context}: {summary[:500]}")
     return SparkJobError(f"Spark failed in {context}: {summary[:500]}")
 
 
@@ -54,6 +57,10 @@ def spark_errors(context: str) -> Iterator[None]:
         yield
     except AnalysisException as exc:
         lines = [line.strip() for line in str(exc).splitlines() if line.strip() and not line.startswith("==")]
+        if "[PATH_NOT_FOUND]" in str(exc):  # a file of the table listed on the driver is gone
+            raise MissingFileError(
+                f"Spark found no file it had to read in {context}: {lines[0][:500]}"
+            ) from exc
         raise InvalidExpressionError(f"Invalid SQL in {context}: {' '.join(lines[:3])[:500]}") from exc
     except (Py4JJavaError, PySparkException) as exc:
         raise _job_error(context, exc) from exc

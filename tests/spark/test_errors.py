@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -184,3 +185,21 @@ def test_crash_before_commit_leaves_no_trace(lake, table, strategy, monkeypatch)
     rowops.merge(source, table, on=["k"], strategy=strategy)  # the same operation then succeeds
     rows = {r[0]: r for r in table.to_df().select(*COLUMNS).collect()}
     assert rows[200][COLUMNS.index("n")] == 1 and rows[3][COLUMNS.index("n")] == 1 and len(rows) == N + 1
+
+
+@pytest.mark.parametrize("strategy", ["copy-on-write", "position-delete"])
+def test_a_data_file_spark_cannot_find_is_a_missing_file_error(lake, table, strategy) -> None:  # type: ignore[no-untyped-def]
+    """As on executors that do not see the driver's disk (tests/cluster): named, with what to do."""
+    gone = table.files().data[0].path
+    Path(gone).unlink()
+    source = frame(lake.spark, [make_row(k, 1) for k in range(N)])
+    message = assert_unchanged(
+        lake,
+        lambda: rowops.merge(source, table, on=["k"], strategy=strategy),
+        errors.MissingFileError,
+        Path(gone).name,
+        "does not exist",
+        "same path as the driver",
+    )
+    assert isinstance(errors.MissingFileError(""), errors.SparkJobError)
+    assert "Help:" in message
