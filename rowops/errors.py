@@ -271,8 +271,9 @@ class WriteVerificationError(RowOpsError):
     """The files found after a Spark write do not hold the rows Spark wrote; nothing was committed."""
 
     help = (
-        "Spark's executors must write where the driver can read: use a file system shared by the driver "
-        "and every executor (the same path on all machines). Nothing was committed."
+        "Spark's executors must write where the driver can read: put the lake on object storage "
+        "(s3://) or on a file system shared by the driver and every executor (the same path on all "
+        "machines). Nothing was committed."
     )
 
 
@@ -312,7 +313,8 @@ class MissingFileError(SparkJobError):
 
     help = (
         "Nothing was committed. Every Spark executor must see the lake's files at the same path as the "
-        "driver (a file system shared by all machines); if a file was removed by hand, restore it."
+        "driver (a file system shared by all machines, or a lake on object storage: s3://); if a file was "
+        "removed by hand, restore it."
     )
 
 

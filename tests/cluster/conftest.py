@@ -20,7 +20,10 @@ from pyspark.sql import SparkSession
 
 import rowops
 from rowops.exec.session import create_session
+from rowops.meta.fileio import s3a_conf
 from tests.cluster.standalone import StandaloneCluster, isolated_python
+from tests.oracles.s3_server import S3Server, s3_server
+from tools import s3_jars
 
 WORKERS = 2
 # Settings of every test session on a cluster (written to its spark-defaults.conf).
@@ -50,17 +53,16 @@ class LakeTarget:
     storage_options: dict[str, str] = field(default_factory=dict)
 
     def open(self, spark: SparkSession) -> rowops.Lakehouse:
-        if self.storage_options:  # object-storage lakes (not supported by this branch yet)
-            return rowops.Lakehouse(self.uri, spark=spark, storage_options=self.storage_options)  # type: ignore[call-arg]
-        return rowops.Lakehouse(self.uri, spark=spark)
+        return rowops.Lakehouse(self.uri, spark=spark, storage_options=self.storage_options)
 
 
 class Sessions:
     """The one SparkSession of this process, on whichever cluster the running test asked for."""
 
-    def __init__(self, root: Path, executor_python: Path) -> None:
+    def __init__(self, root: Path, executor_python: Path, extra: dict[str, str] | None = None) -> None:
         self.root = root
         self.executor_python = executor_python
+        self.extra = extra or {}
         self.current: tuple[str, SparkSession] | None = None
 
     def use(self, cluster: StandaloneCluster, **extra: str) -> SparkSession:
@@ -69,7 +71,7 @@ class Sessions:
             return self.current[1]
         self.stop()
         conf = self.root / f"spark-defaults-{cluster.port}.conf"
-        settings = {**SESSION_CONF, "spark.master": cluster.url, **extra}
+        settings = {**SESSION_CONF, **self.extra, "spark.master": cluster.url, **extra}
         conf.write_text("".join(f"{key} {value}\n" for key, value in settings.items()))
         session = create_session(conf)
         self.current = (cluster.url, session)
@@ -93,16 +95,28 @@ def executor_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="package")
-def sessions(tmp_path_factory: pytest.TempPathFactory, executor_python: Path) -> Iterator[Sessions]:
+def cluster_s3() -> Iterator[S3Server]:
+    """An S3 server on loopback (moto) for lakes without any shared disk."""
+    with s3_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="package")
+def sessions(
+    tmp_path_factory: pytest.TempPathFactory, executor_python: Path, cluster_s3: S3Server
+) -> Iterator[Sessions]:
     """The session switcher; executors start :func:`executor_python` (PySpark reads ``PYSPARK_PYTHON``
-    in the driver when the SparkContext starts)."""
+    in the driver when the SparkContext starts). Every session can reach :func:`cluster_s3`: the
+    test-only S3A jars on ``spark.jars`` (shipped to the executors by Spark) and the matching
+    ``spark.hadoop.fs.s3a.*`` settings in its ``spark-defaults.conf``."""
     if SparkContext._active_spark_context is not None:
         pytest.skip(
             "another SparkContext runs in this process; run the cluster suite alone (make test-cluster)"
         )
     previous = os.environ.get("PYSPARK_PYTHON")
     os.environ["PYSPARK_PYTHON"] = str(executor_python)
-    switcher = Sessions(tmp_path_factory.mktemp("sessions"), executor_python)
+    extra = {**s3a_conf(cluster_s3.options), "spark.jars": ",".join(s3_jars.s3_jars())}
+    switcher = Sessions(tmp_path_factory.mktemp("sessions"), executor_python, extra)
     try:
         yield switcher
     finally:
@@ -136,9 +150,13 @@ def cluster_spark(sessions: Sessions, shared_cluster: StandaloneCluster) -> Spar
     return sessions.use(shared_cluster)
 
 
-@pytest.fixture()
-def cluster_lake(tmp_path: Path) -> LakeTarget:
-    """The lake of one test: a local directory every process of the machine sees."""
+@pytest.fixture(params=["local", "s3"])
+def cluster_lake(request: pytest.FixtureRequest, tmp_path: Path) -> LakeTarget:
+    """The lake of one test: a local directory every process of the machine sees, or a bucket on the
+    S3 server."""
+    if request.param == "s3":
+        server: S3Server = request.getfixturevalue("cluster_s3")
+        return LakeTarget(f"s3://{server.new_bucket()}/lake", server.options)
     return LakeTarget(str(tmp_path / "lake"))
 
 

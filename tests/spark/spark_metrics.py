@@ -6,6 +6,8 @@ from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
 
+from rowops.meta.paths import normalize_path
+
 
 def shuffle_bytes_written(spark: SparkSession) -> int:
     """Total shuffle bytes written by all stages so far in this application."""
@@ -22,7 +24,8 @@ def shuffle_bytes_written(spark: SparkSession) -> int:
 
 def _reads_under(scan, location: str) -> bool:  # type: ignore[no-untyped-def]
     """Whether a FileSourceScanExec reads files below ``location`` (Spark shows paths URL-encoded)."""
-    return any(unquote(p.toUri().getPath()).startswith(location) for p in _root_paths(scan))
+    below = normalize_path(location)
+    return any(unquote(p.toUri().getPath()).startswith(below) for p in _root_paths(scan))
 
 
 def exchanges_above_scans_of(df: DataFrame, location: str) -> list[str]:
