@@ -37,6 +37,7 @@ from rowops.meta.paths import normalize_path
 from rowops.spec.identifiers import TableIdentifier
 from tests.oracles.duckdb_reader import read_duckdb
 from tests.readers import assert_readers_agree
+from tests.spark.conftest import STRATEGIES
 from tests.spark.tables import fingerprint
 
 Row = tuple[Any, ...]
@@ -277,36 +278,36 @@ def test_register_table_errors_change_nothing(lake, sql_catalog, tmp_path) -> No
 
 
 # -- (b) a table of Iceberg's Java runtime in a Hadoop catalog ----------------------------------------
-@pytest.fixture()
-def hadoop_table(tmp_path: Path) -> str:
-    """``db.t`` created and written by Iceberg Java (Spark + runtime jar) in a Hadoop catalog; its
-    current ``vN.metadata.json``."""
-    warehouse = tmp_path / "hadoop"
+@pytest.fixture(scope="module")
+def hadoop_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """One table per strategy, created and written by Iceberg Java (Spark + runtime jar, one JVM) in a
+    Hadoop catalog: strategy -> the table's current ``vN.metadata.json``."""
+    work = tmp_path_factory.mktemp("hadoop")
+    names = {s: s.replace("-", "_") for s in STRATEGIES}
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable}
+    writer = str(REPO / "tests" / "spark" / "hadoop_catalog_writer.py")
     done = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "tests" / "spark" / "hadoop_catalog_writer.py"),
-            f"file:{warehouse}",
-            "30",
-        ],
+        [sys.executable, writer, f"file:{work}/warehouse", "30", *names.values()],
         capture_output=True,
         text=True,
         env=env,
-        cwd=tmp_path,
+        cwd=work,
         timeout=600,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    location = done.stdout.strip().splitlines()[-1]
-    assert location.endswith("/v4.metadata.json"), location  # create, identifier fields, 2 inserts
-    assert (warehouse / "db" / "t" / "metadata" / "version-hint.text").read_text().strip() == "4"
-    return location
+    locations = done.stdout.strip().splitlines()[-len(names) :]
+    for name, location in zip(names.values(), locations, strict=True):
+        assert location == f"file:{work}/warehouse/db/{name}/metadata/v4.metadata.json", location
+        hint = work / "warehouse" / "db" / name / "metadata" / "version-hint.text"
+        assert hint.read_text().strip() == "4"  # create, identifier fields, two inserts
+    return dict(zip(names, locations, strict=True))
 
 
-def test_hadoop_catalog_table_registered(lake, hadoop_table, strategy, java) -> None:  # type: ignore[no-untyped-def]
+def test_hadoop_catalog_table_registered(lake, strategy, java, request) -> None:  # type: ignore[no-untyped-def]
     if java is None:
         pytest.skip("needs Iceberg's Java runtime (ROWOPS_SKIP_JAVA is set)")
+    hadoop_table = request.getfixturevalue("hadoop_tables")[strategy]
     table = lake.register_table("db.t", hadoop_table)
     rows = [(k, f"v{k}", k % 7) for k in range(30)]
     assert_readers_agree(table, rows, COLUMNS, java)
