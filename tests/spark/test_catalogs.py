@@ -199,6 +199,11 @@ def test_create_table_and_properties_through_catalog(spark, sql_catalog) -> None
     assert sorted(tuple(r.values()) for r in loaded.scan().to_arrow().to_pylist()) == rows
     table.set_properties(**{"rowops.read-weight": "3"})
     assert sql_catalog.load_table("db.made").properties["rowops.read-weight"] == "3"
+    first = table.current_snapshot_id
+    appended = table.append(spark.createDataFrame([row(50)], SPARK_SCHEMA))
+    assert sql_catalog.load_table("db.made").metadata.current_snapshot_id == appended.snapshot_id != first
+    table.rollback_to(first)  # a table-level rollback is one catalog commit too
+    assert sql_catalog.load_table("db.made").metadata.current_snapshot_id == first
     with pytest.raises(TableAlreadyExistsError):
         lake.create_table("db.made", spark.createDataFrame(rows, SPARK_SCHEMA))
     with pytest.raises(NoSuchTableError, match="pyiceberg_sql"):
