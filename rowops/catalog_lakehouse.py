@@ -21,6 +21,7 @@ from pyspark.sql import types as T
 
 from rowops import operations
 from rowops.catalog.external import CatalogScope
+from rowops.catalog.register import require_v2
 from rowops.errors import (
     CatalogFeatureError,
     InvalidArgumentError,
@@ -77,7 +78,8 @@ class CatalogLakehouse:
     def table(self, name: str) -> Table:
         """Open a table of the catalog; raises NoSuchTableError if there is none."""
         ident = TableIdentifier.parse(name)
-        self.catalog.load(ident)
+        loaded = self.catalog.load(ident)
+        require_v2(loaded.metadata, ident, loaded.metadata_location)
         return Table(self, ident)
 
     def list_tables(self, namespace: str) -> list[str]:

@@ -323,3 +323,12 @@ class CatalogFeatureError(RowOpsError):
         "Lakehouse.from_catalog, each operation commits one table through the catalog: run operations one "
         "by one, or register the tables in a rowops lake (lake.register_table) to use transactions."
     )
+
+
+class UnsupportedTableFormatError(InvalidInputError):
+    """A table of an Iceberg format version rowops does not write (it writes format v2 metadata)."""
+
+    help = (
+        "Upgrade the table to format version 2 first (e.g. Spark: ALTER TABLE t SET TBLPROPERTIES "
+        "('format-version'='2'); PyIceberg: table.transaction().upgrade_table_version(2)). Nothing was changed."
+    )

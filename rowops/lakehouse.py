@@ -218,6 +218,7 @@ class Lakehouse:
         Raises:
             TableAlreadyExistsError: the name is taken.
             MetadataNotReadableError: no readable Iceberg table metadata at ``metadata_location``.
+            UnsupportedTableFormatError: not a format-v2 table.
         """
         register_table(self.catalog, TableIdentifier.parse(name), metadata_location)
         return Table(self, TableIdentifier.parse(name))

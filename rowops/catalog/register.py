@@ -15,7 +15,7 @@ from pyiceberg.table.metadata import TableMetadata
 
 from rowops.catalog.log import TableEntry, VersionTaken
 from rowops.catalog.tables import LoadedTable, TableCatalog
-from rowops.errors import MetadataNotReadableError, TableAlreadyExistsError
+from rowops.errors import MetadataNotReadableError, TableAlreadyExistsError, UnsupportedTableFormatError
 from rowops.meta.paths import scheme
 from rowops.spec.identifiers import TableIdentifier
 
@@ -26,10 +26,12 @@ def register_table(catalog: TableCatalog, ident: TableIdentifier, metadata_locat
     Raises:
         TableAlreadyExistsError: the name is taken (nothing is changed).
         MetadataNotReadableError: the location is missing or not Iceberg table metadata.
+        UnsupportedTableFormatError: not a format-v2 table.
     """
     location = absolute_location(metadata_location)
     _check_free(catalog, ident)
     metadata = read_table_metadata(catalog, location)
+    require_v2(metadata, ident, location)
     txn = {"id": str(uuid.uuid4()), "commits": [{"table": str(ident), "operation": "register"}]}
     entry = TableEntry(location, str(metadata.table_uuid))
     while True:
@@ -70,6 +72,15 @@ def read_table_metadata(catalog: TableCatalog, location: str) -> TableMetadata:
         raise MetadataNotReadableError(
             f"{location!r} is not readable Iceberg table metadata ({type(exc).__name__}: {reason[:200]})"
         ) from exc
+
+
+def require_v2(metadata: TableMetadata, ident: TableIdentifier, location: str) -> None:
+    """rowops writes format-v2 manifests and delete files: other format versions are refused."""
+    if metadata.format_version != 2:
+        raise UnsupportedTableFormatError(
+            f"Table {ident} ({location}) is an Iceberg format v{metadata.format_version} table; "
+            "rowops reads and writes format v2 tables only"
+        )
 
 
 def _check_free(catalog: TableCatalog, ident: TableIdentifier) -> None:

@@ -32,6 +32,7 @@ from rowops.errors import (
     MetadataNotReadableError,
     NoSuchTableError,
     TableAlreadyExistsError,
+    UnsupportedTableFormatError,
 )
 from rowops.meta.paths import normalize_path
 from rowops.spec.identifiers import TableIdentifier
@@ -278,8 +279,14 @@ def test_register_table_errors_change_nothing(lake, sql_catalog, tmp_path) -> No
         with pytest.raises(MetadataNotReadableError, match=message) as caught:
             lake.register_table("db.other", location)
         assert location in str(caught.value) and "\nHelp: " in str(caught.value)
+    v1 = sql_catalog.create_table("db.v1", SCHEMA, properties={"format-version": "1"})
+    with pytest.raises(UnsupportedTableFormatError, match="format v1") as caught:
+        lake.register_table("db.other", v1.metadata_location)
+    assert "\nHelp: " in str(caught.value)
     assert fingerprint(lake.root) == before
     assert lake.list_tables("db") == ["db.t"]
+    with pytest.raises(UnsupportedTableFormatError):
+        rowops.Lakehouse.from_catalog(sql_catalog, spark=lake.spark).table("db.v1")
 
 
 # -- (b) a table of Iceberg's Java runtime in a Hadoop catalog ----------------------------------------
