@@ -266,6 +266,19 @@ def test_registered_pyiceberg_table_update_and_delete(lake, sql_catalog, strateg
     assert lake.history()[0].tables == {"db.t": ["register"]}
 
 
+def test_registered_table_in_a_transaction(lake, sql_catalog) -> None:  # type: ignore[no-untyped-def]
+    rows = [row(k) for k in range(10)]
+    lake.register_table("db.t", pyiceberg_table(sql_catalog, rows).metadata_location)
+    with lake.transaction() as tx:
+        tx.table("db.t").delete(where="k < 2", strategy="position-delete")
+        tx.table("db.t").update({"v": "'x'"}, where="k = 9", strategy="position-delete")
+    expected = [r for r in rows if r[0] >= 2 and r[0] != 9] + [(9, "x", rows[9][2])]
+    assert sorted(
+        tuple(r.values()) for r in read_duckdb(lake.table("db.t").metadata_location).to_pylist()
+    ) == sorted(expected)
+    assert lake.history()[-1].tables == {"db.t": ["delete", "update"]}
+
+
 def test_register_table_errors_change_nothing(lake, sql_catalog, tmp_path) -> None:  # type: ignore[no-untyped-def]
     source = pyiceberg_table(sql_catalog, [row(k) for k in range(4)])
     lake.register_table("db.t", source.metadata_location)
