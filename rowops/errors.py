@@ -322,3 +322,33 @@ class CorruptLakeError(RowOpsError):
     """The lakehouse log or table metadata is unreadable or inconsistent."""
 
     help = "Check the lakehouse directory; restore the files from backup if they were modified by hand."
+
+
+class MetadataNotReadableError(InvalidInputError):
+    """``register_table`` was given a location that is not a readable Iceberg ``metadata.json``."""
+
+    help = (
+        "Pass the full path or URI of the table's current metadata file (e.g. "
+        "file:/warehouse/db/t/metadata/v3.metadata.json, or the metadata_location a catalog reports). "
+        "Nothing was changed."
+    )
+
+
+class CatalogFeatureError(RowOpsError):
+    """A feature of rowops' own lake log used on a lakehouse backed by another Iceberg catalog."""
+
+    help = (
+        "Multi-table transactions, lake versions, lake.history(), lake.at(), lake.rollback_to() and "
+        "lake.cleanup() exist only on rowops' own lake log (rowops.Lakehouse(path)). Through "
+        "Lakehouse.from_catalog, each operation commits one table through the catalog: run operations one "
+        "by one, or register the tables in a rowops lake (lake.register_table) to use transactions."
+    )
+
+
+class UnsupportedTableFormatError(InvalidInputError):
+    """A table of an Iceberg format version rowops does not write (it writes format v2 metadata)."""
+
+    help = (
+        "Upgrade the table to format version 2 first (e.g. Spark: ALTER TABLE t SET TBLPROPERTIES "
+        "('format-version'='2'); PyIceberg: table.transaction().upgrade_table_version(2)). Nothing was changed."
+    )

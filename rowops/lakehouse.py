@@ -16,10 +16,12 @@ from rowops.catalog.cleanup import DEFAULT_AGE, CleanupResult, referenced_files,
 from rowops.catalog.history import LakeCommit, changes_back_to, describe
 from rowops.catalog.log import LakeVersion, VersionTaken
 from rowops.catalog.object_store import S3Storage
+from rowops.catalog.register import register_table
 from rowops.catalog.storage import Storage, sync_files
 from rowops.catalog.tables import TableCatalog, new_snapshot_id
 from rowops.catalog.transactions import DEFAULT_ISOLATION, LakeTransaction
 from rowops.catalog.views import PinnedView
+from rowops.catalog_lakehouse import CatalogLakehouse
 from rowops.commit.row_delta import apply
 from rowops.errors import InvalidInputError, TableAlreadyExistsError, is_cleanable
 from rowops.exec.job_errors import spark_errors
@@ -40,6 +42,7 @@ from rowops.table import Table
 from rowops.transaction import Transaction
 
 if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
     from pyiceberg.table.metadata import TableMetadata
 
 
@@ -224,6 +227,32 @@ class Lakehouse:
     def drop_table(self, name: str) -> None:
         """Remove a table from the lake (its files stay for lake-level time travel)."""
         self.catalog.drop(TableIdentifier.parse(name))
+
+    # -- tables of other engines and catalogs -----------------------------------------------------
+    @checked_call
+    def register_table(self, name: str, metadata_location: str) -> Table:
+        """Import an existing Iceberg table (written by Iceberg Java, PyIceberg, ...) as ``name``.
+
+        One lake version points ``name`` at ``metadata_location`` (its current ``metadata.json``, a
+        path or ``file:`` URI); the files stay where they are. Later commits write new metadata under
+        the table's own location; the catalog the table came from is not updated.
+
+        Raises:
+            TableAlreadyExistsError: the name is taken.
+            MetadataNotReadableError: no readable Iceberg table metadata at ``metadata_location``.
+            UnsupportedTableFormatError: not a format-v2 table.
+        """
+        register_table(self.catalog, TableIdentifier.parse(name), metadata_location)
+        return Table(self, TableIdentifier.parse(name))
+
+    @classmethod
+    def from_catalog(cls, catalog: Catalog, spark: SparkSession | None = None) -> CatalogLakehouse:
+        """Operate on the tables of a pyiceberg catalog (``SqlCatalog``, ``RestCatalog``, Glue, Hive...).
+
+        Each operation commits one table through the catalog's own ``commit_table``; multi-table
+        transactions, lake versions and history need rowops' own lake log (``CatalogFeatureError``).
+        """
+        return CatalogLakehouse(catalog, spark)
 
     @checked_call
     def create_table(

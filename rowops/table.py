@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from pyiceberg.io import FileIO
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 
@@ -27,9 +28,28 @@ from rowops.spec.operations import (
 from rowops.spec.results import OperationResult
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
-    from rowops.lakehouse import Lakehouse
+
+class LakeScope(TableScope, Protocol):
+    """A lakehouse's own scope: the newest committed table states, and the FileIO reading their files."""
+
+    @property
+    def io(self) -> FileIO: ...
+
+
+class TableLake(Protocol):
+    """What a table handle needs of its lakehouse: ``rowops.Lakehouse`` (its lake log) or a
+    catalog-backed one (``Lakehouse.from_catalog``)."""
+
+    @property
+    def spark(self) -> SparkSession: ...
+
+    @property
+    def catalog(self) -> LakeScope: ...
+
+    @property
+    def location(self) -> str: ...
 
 
 class Table:
@@ -39,7 +59,7 @@ class Table:
     plus its own writes) or a read-only lake version (``lake.at(...)``).
     """
 
-    def __init__(self, lake: Lakehouse, identifier: TableIdentifier, scope: TableScope | None = None) -> None:
+    def __init__(self, lake: TableLake, identifier: TableIdentifier, scope: TableScope | None = None) -> None:
         self.lake = lake
         self.identifier = identifier
         self.scope: TableScope = scope if scope is not None else lake.catalog
