@@ -7,8 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.oracles.java_reader import JavaIcebergReader
+from tests.oracles.java_reader import JavaIcebergReader, hadoop_s3_conf
 from tests.spark.tables import LAYOUTS, Layout, wide_rows
+from tools import s3_jars
 
 STRATEGIES = ["copy-on-write", "position-delete", "equality-delete"]
 
@@ -24,12 +25,17 @@ def layout(request: pytest.FixtureRequest) -> Layout:
 
 
 @pytest.fixture(scope="session")
-def java() -> Iterator[JavaIcebergReader | None]:
-    """Iceberg's Java reader in its own JVM; ROWOPS_SKIP_JAVA=1 turns it off for quick local runs."""
+def java(request: pytest.FixtureRequest) -> Iterator[JavaIcebergReader | None]:
+    """Iceberg's Java reader in its own JVM; ROWOPS_SKIP_JAVA=1 turns it off for quick local runs.
+
+    With the S3A jars present it can read S3 lakes too: it starts after the test S3 server, with its
+    settings (Iceberg's path-based tables keep the Hadoop configuration of their first load).
+    """
     if os.environ.get("ROWOPS_SKIP_JAVA"):
         yield None
         return
-    with JavaIcebergReader() as reader:
+    hadoop = hadoop_s3_conf(request.getfixturevalue("s3").options) if s3_jars.available() else {}
+    with JavaIcebergReader(hadoop_conf=hadoop) as reader:
         yield reader
 
 

@@ -304,10 +304,18 @@ def test_nondeterministic_source_is_evaluated_once(lake, strategy, java) -> None
 # ---- item 12: AQE skew splits cannot hide a duplicate match -------------------------------------
 
 
-def _join_plans_since(spark: SparkSession, first: int) -> list[str]:
-    """Final (adaptive) physical plans of the SQL executions since the ``first``-th, from Spark's status store."""
+def _last_execution_id(spark: SparkSession) -> int:
+    """The id of the newest SQL execution in Spark's status store (-1 if none)."""
     executions = spark._jsparkSession.sharedState().statusStore().executionsList()
-    plans = [executions.apply(i).physicalPlanDescription() for i in range(first, executions.size())]
+    return max((executions.apply(i).executionId() for i in range(executions.size())), default=-1)
+
+
+def _join_plans_since(spark: SparkSession, last: int) -> list[str]:
+    """Final (adaptive) physical plans of the SQL executions after execution id ``last`` (by id: the
+    store keeps only the newest ``spark.sql.ui.retainedExecutions``, so positions shift)."""
+    executions = spark._jsparkSession.sharedState().statusStore().executionsList()
+    found = [executions.apply(i) for i in range(executions.size())]
+    plans = [e.physicalPlanDescription() for e in found if e.executionId() > last]
     return [p for p in plans if "Join" in p]
 
 
@@ -337,7 +345,7 @@ def test_skew_split_join_still_finds_duplicate_matches(lake, strategy, conf) -> 
     builder = table.merge(source, on=["k"]).when_matched().update({"n": "s.n"}).when_not_matched().insert(
         {"k": "s.k", "n": "s.n"}
     )  # fmt: skip
-    first = spark._jsparkSession.sharedState().statusStore().executionsList().size()
+    first = _last_execution_id(spark)
     unchanged(lake, lambda: builder.execute(strategy=strategy), errors.CardinalityViolationError, "(5,)")
     plans = _join_plans_since(spark, first)
     assert plans and not [p for p in plans if "skew=true" in p], "a join of the MERGE was split for skew"
