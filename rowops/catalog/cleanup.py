@@ -105,12 +105,12 @@ def remove_orphans(io: FileIO, root: str, referenced: set[str], older_than: time
 
 def _remove_empty_dirs(io: FileIO, root: str, directories: set[str]) -> None:
     """Remove the now empty directories of removed files, deepest first, up to the table's ``data``."""
-    pending = set(directories)
-    while pending:
-        directory = max(pending, key=len)
-        pending.discard(directory)
-        name = directory.rsplit("/", 1)[-1]
-        if name in _TABLE_DIRS or directory == root or not directory.startswith(root + "/"):
-            continue
+    candidates: set[str] = set()
+    for directory in directories:  # each directory and its ancestors below the table's data/metadata
+        while directory.startswith(root + "/") and directory not in candidates:
+            if directory.rsplit("/", 1)[-1] in _TABLE_DIRS:
+                break
+            candidates.add(directory)
+            directory = parent(directory)
+    for directory in sorted(candidates, key=len, reverse=True):
         remove_empty_dir(io, directory)
-        pending.add(parent(directory))

@@ -40,8 +40,9 @@ from rowops.catalog.tables import (
     CommitListener,
     LoadedTable,
     new_snapshot_id,
+    raise_on_conflict,
 )
-from rowops.commit.row_delta import RowDelta, apply, find_conflict, main_branch_update
+from rowops.commit.row_delta import RowDelta, apply, main_branch_update
 from rowops.errors import CommitConflictError, CommitStateUnknownError, ConflictKind, NoSuchTableError
 from rowops.meta.files import TableFiles, live_files
 from rowops.spec.identifiers import TableIdentifier
@@ -91,7 +92,7 @@ class CatalogScope:
             cur_files = base_files
             if cur.metadata_location != base.metadata_location:
                 cur_files = live_files(cur.metadata, self.io)
-                _raise_on_conflict(delta, base_files, cur_files, cur)
+                raise_on_conflict(delta, base_files, cur_files, cur)
             new, written = apply(delta, cur.metadata, cur_files, self.io, snapshot_id, cur.metadata_location)
             snapshot = new.snapshot_by_id(snapshot_id)
             assert snapshot is not None  # apply added it
@@ -205,22 +206,6 @@ def _main_unchanged(cur: LoadedTable) -> tuple[TableRequirement, ...]:
         AssertTableUUID(uuid=cur.metadata.table_uuid),
         AssertRefSnapshotId(ref=MAIN_BRANCH, snapshot_id=cur.metadata.current_snapshot_id),
     )
-
-
-def _raise_on_conflict(
-    delta: RowDelta, base_files: TableFiles, cur_files: TableFiles, cur: LoadedTable
-) -> None:
-    conflict = find_conflict(delta, base_files, cur_files, cur.metadata)
-    if conflict is not None:
-        raise CommitConflictError(
-            f"Commit to {cur.identifier} conflicts with concurrent snapshot {conflict.snapshot_id}: "
-            f"{conflict.reason}: {', '.join(conflict.files[:5])}",
-            kind=conflict.kind,
-            conflicting_snapshot_id=conflict.snapshot_id,
-            conflicting_files=conflict.files,
-            retry_safe=True,
-            table=str(cur.identifier),
-        )
 
 
 def _dropped(ident: TableIdentifier) -> CommitConflictError:

@@ -211,7 +211,7 @@ class TableCatalog:
             cur_files = base_files
             if cur.metadata_location != base.metadata_location:
                 cur_files = live_files(cur.metadata, self.io)
-                _raise_on_conflict(delta, base_files, cur_files, cur)
+                raise_on_conflict(delta, base_files, cur_files, cur)
             return apply(delta, cur.metadata, cur_files, self.io, snapshot_id, cur.metadata_location)
 
         extra = delta.extra_summary
@@ -391,9 +391,10 @@ def _entry_of(latest: LakeVersion, base: LoadedTable) -> TableEntry:
     return entry
 
 
-def _raise_on_conflict(
+def raise_on_conflict(
     delta: RowDelta, base_files: TableFiles, cur_files: TableFiles, cur: LoadedTable
 ) -> None:
+    """Raise ``CommitConflictError`` if ``delta`` (read at ``base_files``) conflicts with ``cur``."""
     conflict = find_conflict(delta, base_files, cur_files, cur.metadata)
     if conflict is not None:
         raise CommitConflictError(
@@ -403,6 +404,7 @@ def _raise_on_conflict(
             conflicting_snapshot_id=conflict.snapshot_id,
             conflicting_files=conflict.files,
             retry_safe=True,
+            table=str(cur.identifier),
         )
 
 

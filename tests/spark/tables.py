@@ -100,12 +100,12 @@ def fingerprint(lake_root: Any) -> dict[str, str]:
     if hasattr(lake_root, "location"):
         lake = lake_root
         io = lake.catalog.io
-        return {
-            relative(f.key, lake.location): hashlib.sha1(
-                io.new_input(to_uri(f.key)).open().read()
-            ).hexdigest()
-            for f in list_files(io, lake.location)
-        }
+
+        def digest(key: str) -> str:
+            with io.new_input(to_uri(key)).open() as stream:
+                return hashlib.sha1(stream.read()).hexdigest()
+
+        return {relative(f.key, lake.location): digest(f.key) for f in list_files(io, lake.location)}
     return {
         str(p.relative_to(lake_root)): hashlib.sha1(p.read_bytes()).hexdigest()
         for p in sorted(lake_root.rglob("*"))
