@@ -6,8 +6,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from py4j.protocol import Py4JJavaError
-from pyspark.errors import AnalysisException, PySparkException
+from pyspark.errors import AnalysisException
 
 from rowops.errors import (
     InvalidExpressionError,
@@ -17,6 +16,7 @@ from rowops.errors import (
     SparkJobError,
     ValueOutOfRangeError,
 )
+from rowops.exec.compat import JOB_ERRORS
 from rowops.exec.write import NULL_MARKER, OUT_OF_RANGE_MARKER
 
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
@@ -55,5 +55,5 @@ def spark_errors(context: str) -> Iterator[None]:
     except AnalysisException as exc:
         lines = [line.strip() for line in str(exc).splitlines() if line.strip() and not line.startswith("==")]
         raise InvalidExpressionError(f"Invalid SQL in {context}: {' '.join(lines[:3])[:500]}") from exc
-    except (Py4JJavaError, PySparkException) as exc:
+    except JOB_ERRORS as exc:
         raise _job_error(context, exc) from exc
