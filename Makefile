@@ -4,8 +4,22 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
+# pyspark 4.x (.venv4; also the Spark Connect server's Python: rowops' deps, NOT rowops itself, which
+# its tests import from this checkout) and a thin Spark Connect client (.venv-connect: pyspark-client).
+PYSPARK4 ?= 4.2.1
+PYSPARK_CLIENT ?= 4.2.0
+VENV4 := .venv4
+PY4 := $(VENV4)/bin/python
+STAMP4 := $(VENV4)/.installed
+VENVC := .venv-connect
+PYC := $(VENVC)/bin/python
+STAMPC := $(VENVC)/.installed
+SPARK4_ENV := PYTHONPATH=$(CURDIR) PYSPARK_PYTHON=$(abspath $(PY4)) ROWOPS_SKIP_JAVA=1
+CONNECT_ENV := PYTHONPATH=$(CURDIR) ROWOPS_CONNECT_SERVER_PYTHON=$(abspath $(PY4))
+# the pyspark 4.x subset of `make test` (the full 4.x suite is `make test-spark4`)
+SPARK4_SUBSET ?= tests/spark/test_behaviour.py tests/spark/test_compat.py
 
-.PHONY: install run test test-s3 test-slow test-crash test-cluster test-all lint bench bench-log bench-conflicts clean
+.PHONY: install install4 install-connect run test test-s3 test-spark4 test-connect test-slow test-crash test-cluster test-all lint bench bench-log bench-conflicts clean
 
 install: $(STAMP)
 
@@ -17,6 +31,26 @@ $(STAMP): pyproject.toml tools/iceberg_jars.py tools/s3_jars.py
 	$(PY) tools/s3_jars.py
 	touch $(STAMP)
 
+install4: $(STAMP4)
+
+$(STAMP4): pyproject.toml
+	test -x $(PY4) || $(PYTHON) -m venv $(VENV4)
+	$(PY4) -m pip install -q --upgrade pip
+	$(PY4) -m pip install -q "pyspark[connect]==$(PYSPARK4)" -e ".[test]"
+	$(PY4) -m pip uninstall -q -y rowops  # keep the deps only: Connect's server must not find rowops
+	touch $(STAMP4)
+
+install-connect: $(STAMPC)
+
+$(STAMPC): pyproject.toml
+	test -x $(PYC) || $(PYTHON) -m venv $(VENVC)
+	$(PYC) -m pip install -q --upgrade pip
+	$(PYC) -m pip install -q "pyspark-client==$(PYSPARK_CLIENT)" "pyiceberg[pyarrow]>=0.12,<0.13" \
+		"pyiceberg-core>=0.11" "pyroaring>=1.0" "pyarrow>=16" "pandas>=2.0" "boto3>=1.35" pytest \
+		pytest-timeout "moto[server]>=5.2,<5.3" "duckdb==1.5.5" "duckdb-extension-iceberg==1.5.5" \
+		"duckdb-extension-avro==1.5.5" "duckdb-extension-httpfs==1.5.5"
+	touch $(STAMPC)
+
 run: install
 	$(PY) -m spark_jobs.upsert_demo --lake lake --sf 0.1
 
@@ -25,12 +59,23 @@ lint: install
 	$(VENV)/bin/ruff format --check rowops tests tpcds spark_jobs tools
 	$(VENV)/bin/mypy
 
-test: install lint
-	$(PY) -m pytest -q -m "not slow and not s3"
+test: install install4 install-connect lint
+	$(PY) -m pytest -q -m "not slow and not s3 and not connect"
+	$(SPARK4_ENV) $(PY4) -m pytest -q -p no:cacheprovider -m "not slow and not s3 and not connect" $(SPARK4_SUBSET)
+	$(CONNECT_ENV) $(PYC) -m pytest -q -p no:cacheprovider -m connect tests/connect -k smoke
 
 # the behaviour and concurrency suites again, on lakes on an S3 server (moto on loopback)
 test-s3: install
 	$(PY) -m pytest -q -m "s3 and not slow" tests/spark/test_behaviour.py tests/spark/test_concurrency.py tests/spark/test_s3.py
+
+# the fast suite on pyspark 4.x (classic); the Java oracle is skipped (its Iceberg jar is for 3.5), and
+# so are S3 lakes (the S3A test jars match Spark 3.5's Hadoop)
+test-spark4: install4
+	$(SPARK4_ENV) $(PY4) -m pytest -q -p no:cacheprovider -m "not slow and not s3 and not connect"
+
+# rowops from a thin Spark Connect client against a Spark Connect server (pyspark 4.x) on loopback
+test-connect: install4 install-connect
+	$(CONNECT_ENV) $(PYC) -m pytest -q -p no:cacheprovider -rs -m connect tests/connect
 
 test-slow: install
 	$(PY) -m pytest -q -m slow
@@ -45,7 +90,7 @@ test-cluster: install
 	$(PY) -m pytest -v -m cluster tests/cluster
 
 test-all: install lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not connect"
 
 bench: install
 	$(PY) -m tpcds.bench --sf 1 --out tpcds/results

@@ -35,7 +35,7 @@ from rowops.exec.scan import POS_COL, file_uris, read_data_files, scan
 from rowops.exec.session import operation_conf
 from rowops.exec.slicing import join_slices
 from rowops.exec.source import evaluate_once, release
-from rowops.exec.stats import in_memory_bytes
+from rowops.exec.stats import in_memory_bytes, physical_plan
 from rowops.exec.strategies import WriteContext, Written
 from rowops.exec.summary import summarize
 from rowops.exec.validation import check_source
@@ -376,7 +376,7 @@ def _spark_plan(planned: Planned) -> str:
         spark = planned.table.lake.spark
         changes = row_changes(planned, spark, planned.loaded.metadata.schema().column_names)
         try:
-            return str(changes.joined._jdf.queryExecution().executedPlan().toString())
+            return physical_plan(changes.joined)
         finally:
             changes.release()
 

@@ -6,8 +6,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from py4j.protocol import Py4JJavaError
-from pyspark.errors import AnalysisException, PySparkException
+from pyspark.errors import AnalysisException
 
 from rowops.errors import (
     InvalidExpressionError,
@@ -18,6 +17,7 @@ from rowops.errors import (
     SparkJobError,
     ValueOutOfRangeError,
 )
+from rowops.exec.compat import JOB_ERRORS
 from rowops.exec.write import NULL_MARKER, OUT_OF_RANGE_MARKER
 
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
@@ -62,5 +62,5 @@ def spark_errors(context: str) -> Iterator[None]:
                 f"Spark found no file it had to read in {context}: {lines[0][:500]}"
             ) from exc
         raise InvalidExpressionError(f"Invalid SQL in {context}: {' '.join(lines[:3])[:500]}") from exc
-    except (Py4JJavaError, PySparkException) as exc:
+    except JOB_ERRORS as exc:
         raise _job_error(context, exc) from exc

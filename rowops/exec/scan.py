@@ -32,6 +32,7 @@ from pyspark.sql import types as T
 
 from rowops.exec.types import to_spark_schema
 from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, TableFiles
+from rowops.meta.hadoop_uri import qualified_uri
 from rowops.meta.paths import spark_uri
 
 FILE_COL, POS_COL = "_file", "_pos"
@@ -46,22 +47,10 @@ _PLAIN = re.compile(r"^(/|s3://)[A-Za-z0-9/_.=\-]*$")
 def file_uri(spark: SparkSession, path: str) -> str:
     """Spark's ``_metadata.file_path`` for the file at ``path`` (a manifest path).
 
-    Plain local paths only gain the ``file:`` scheme; anything else is qualified by Hadoop exactly as
-    Spark's file index does (``Path.toUri``, which URL-encodes).
+    Plain local paths only gain the ``file:`` scheme; anything else is qualified as Hadoop does it for
+    Spark's file index (``Path.toUri``, which URL-encodes), computed in Python (no JVM: Spark Connect).
     """
-    return spark_uri(path) if _PLAIN.match(path) else _qualified_uri(spark, path)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _qualified_uri(spark: SparkSession, path: str) -> str:
-    """Hadoop's qualified URI of ``path``, cached: an operation asks for the same files several times
-    (scan, delete writer, result mapping) and each answer is a JVM round trip."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(spark_uri(path))  # never the session's fs.defaultFS
-    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    uri = str(fs.makeQualified(hadoop_path).toUri().toString())
-    return "file:/" + uri[len("file:///") :] if uri.startswith("file:///") else uri  # as Spark lists it
+    return spark_uri(path) if _PLAIN.match(path) else qualified_uri(path)
 
 
 def file_uris(spark: SparkSession, files: Iterable[LiveFile]) -> dict[str, str]:

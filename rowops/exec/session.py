@@ -1,8 +1,9 @@
 """The SparkSession rowops runs on: created from ``conf/spark-defaults.conf`` or given by the caller.
 
 rowops runs Python on the executors (partition transforms, the cardinality check), so every session it
-uses gets rowops shipped to its executors (``addPyFile`` of a zip of this package) and one tiny job
-checks, once per application, that they can import it and its runtime dependencies.
+uses gets rowops shipped to its executors (a zip of this package, ``exec/compat.add_py_file``:
+``addArtifacts`` on Spark Connect) and one tiny job checks, once per application (Connect: per
+session), that they can import it and its runtime dependencies.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from py4j.protocol import Py4JJavaError
-from pyspark.errors import PySparkException
+import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from rowops.errors import ExecutorEnvironmentError
+from rowops.exec.compat import JOB_ERRORS, add_py_file, default_parallelism, session_key, set_log_level
 
 # Settings rowops relies on; set on every session it uses (all are runtime SQL settings).
 REQUIRED_CONF = {
@@ -103,17 +104,17 @@ def prepare_executors(spark: SparkSession) -> None:
     Raises:
         ExecutorEnvironmentError: executors lack modules rowops needs (named), or cannot run Python.
     """
-    context = spark.sparkContext
-    app = context.applicationId
+    app = session_key(spark)
     if app in _checked:
         return
     if app not in _shipped:
-        context.addPyFile(package_zip())
+        add_py_file(spark, package_zip())
         _shipped.add(app)
-    tasks = max(1, context.defaultParallelism)
+    tasks = default_parallelism(spark)
+    probe = spark.range(tasks, numPartitions=tasks).mapInArrow(_probe(EXECUTOR_MODULES), _PROBE_SCHEMA)
     try:
-        found = context.parallelize(range(tasks), tasks).mapPartitions(_probe(EXECUTOR_MODULES)).collect()
-    except (Py4JJavaError, PySparkException) as exc:
+        found = [row.problems for row in probe.collect()]
+    except JOB_ERRORS as exc:
         first = next((line for line in str(exc).splitlines() if line.strip()), "")
         raise ExecutorEnvironmentError(
             f"Spark's executors cannot run rowops' Python code: {first[:300]}"
@@ -126,18 +127,26 @@ def prepare_executors(spark: SparkSession) -> None:
     _checked.add(app)
 
 
-def _probe(modules: Iterable[str]) -> Callable[[Iterable[int]], Iterable[list[str]]]:
-    """A task that lists the ``modules`` it cannot import (nested: pickled by value, not as rowops')."""
+_PROBE_SCHEMA = "problems array<string>"
+
+
+def _probe(
+    modules: Iterable[str],
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A ``mapInArrow`` task that lists the ``modules`` it cannot import, one row per task (nested:
+    pickled by value, not as rowops'; pyarrow is what ``mapInArrow`` itself needs)."""
     names = list(modules)
 
-    def missing(_: Iterable[int]) -> Iterator[list[str]]:
+    def missing(_: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         problems = []
         for name in names:
             try:
                 importlib.import_module(name)
             except Exception as exc:  # any import failure is a broken environment to report
                 problems.append(f"{name} ({type(exc).__name__}: {exc})")
-        yield problems
+        yield pa.RecordBatch.from_pydict(
+            {"problems": [problems]}, pa.schema([("problems", pa.list_(pa.string()))])
+        )
 
     return missing
 
@@ -172,5 +181,5 @@ def create_session(
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    set_log_level(spark, "ERROR")
     return configure(spark)

@@ -18,6 +18,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rowops.exec.changes import JoinSlice
+from rowops.exec.compat import default_parallelism
 from rowops.exec.scan import scan
 from rowops.exec.transforms import partition_value
 from rowops.meta.files import LiveFile, TableFiles
@@ -60,7 +61,7 @@ def sliced_source(
     lookup = F.create_map(*[F.lit(x) for key, i in sorted(index.items()) for x in (key, i)])
     slice_of = F.coalesce(lookup[_partition_key_column(values)], F.lit(_UNSLICED))
     tagged = source.withColumn(SLICE_COL, slice_of)
-    parts = min(slices + 1, source.sparkSession.sparkContext.defaultParallelism)
+    parts = min(slices + 1, default_parallelism(source.sparkSession))
     clustered = tagged.repartition(parts, SLICE_COL).sortWithinPartitions(SLICE_COL)
     return clustered.persist(StorageLevel.MEMORY_AND_DISK)
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
+from rowops.exec.compat import release_checkpoint
+
 
 def evaluate_once(source: DataFrame) -> DataFrame:
     """The rows of ``source``, computed now, stored by Spark and detached from their lineage.
@@ -25,10 +27,7 @@ def evaluate_once(source: DataFrame) -> DataFrame:
 def release(evaluated: DataFrame | None) -> None:
     """Free the stored rows of a DataFrame returned by :func:`evaluate_once` (no-op for None).
 
-    PySpark has no public handle on a checkpoint's RDD: this is the one place that reaches for it.
+    Classic PySpark has no public handle on a checkpoint's RDD: ``exec/compat.py`` reaches for it.
     """
-    if evaluated is None:
-        return
-    plan = evaluated._jdf.queryExecution().analyzed()
-    if plan.getClass().getSimpleName() == "LogicalRDD":
-        plan.rdd().unpersist(False)
+    if evaluated is not None:
+        release_checkpoint(evaluated)

@@ -20,6 +20,7 @@ from pyroaring import BitMap
 
 from rowops.exec.cardinality import find_repeated_positions, position_bitmap
 from rowops.exec.changes import ACTION, RowChanges, matched_flag
+from rowops.exec.compat import default_parallelism
 from rowops.exec.scan import FILE_COL, POS_COL
 
 _KIND, _N = "kind", "n"
@@ -117,7 +118,7 @@ def summarize(changes: RowChanges, limit: int = 5, distinct_removed: bool = Fals
     rows = changes.joined.select(FILE_COL, POS_COL, ACTION, matched_flag(changes))
     # Python tasks cost ~0.07 s each to start: one per core. Coalescing merges whole partitions, so
     # all matches of a target row still meet in one task.
-    rows = rows.coalesce(rows.sparkSession.sparkContext.defaultParallelism)
+    rows = rows.coalesce(default_parallelism(rows.sparkSession))
     out = rows.mapInArrow(
         lambda batches: summarize_batches(batches, removing, limit, distinct_removed), _OUT_SCHEMA
     )

@@ -76,6 +76,16 @@ def floor_div(value: Column, divisor: int) -> Column:
     return quotient - F.when(value % F.lit(divisor) < 0, F.lit(1)).otherwise(F.lit(0))
 
 
+def wrapping_truncate(value: Column, width: int, bits: int) -> Column:
+    """Iceberg's ``v - (((v % W) + W) % W)`` of an int (``bits=32``) or long (64) column, wrapping around
+    at the type's minimum as Iceberg Java does, whatever ``spark.sql.ansi.enabled`` says (Spark 4 turns
+    ANSI on, which raises on overflow): computed exactly as ``decimal(38,0)``, wrapped, cast back."""
+    exact = value.cast("decimal(38,0)") - F.pmod(value, F.lit(width)).cast("decimal(38,0)")
+    span = F.lit(str(1 << bits)).cast("decimal(38,0)")
+    wrapped = F.when(exact < F.lit(-(1 << (bits - 1))), exact + span).otherwise(exact)
+    return wrapped.cast("long" if bits == 64 else "int")
+
+
 def _arrow_input(values: pd.Series, source: IcebergType) -> pa.Array:
     """A batch of the UDF's input as Arrow (only strings, binary and decimals reach the UDF)."""
     if isinstance(source, DecimalType):
@@ -145,7 +155,7 @@ def partition_value(field: PartitionField, schema: Schema) -> Column:
     elif name == "truncate" and isinstance(source.field_type, StringType):
         value = F.substring(col, 1, int(param or 0))
     elif name == "truncate":
-        value = col - F.pmod(col, F.lit(int(param or 0)))
+        value = wrapping_truncate(col, int(param or 0), 64 if isinstance(source.field_type, LongType) else 32)
     else:
         value = _time_value(name, col, source.field_type)
     return F.concat(F.lit("v"), value.cast("string"))

@@ -40,6 +40,10 @@ NULL_MARKER = "ROWOPS_NULL_IN_REQUIRED_COLUMN"
 OUT_OF_RANGE_MARKER = "ROWOPS_VALUE_OUT_OF_RANGE"
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
 _FILE_INDEX = "data_file_index"
+# Coalescing never adds partitions, so a small write is coalesced to its estimated file count without
+# asking for the current count (no public API on Spark Connect); a huge estimate (an unknown size
+# multiplied by the optimizer) is no estimate.
+_MAX_COALESCE = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -252,8 +256,8 @@ def write_rows(
         if cluster and ranged:  # unknown size: Spark's shuffle partitions, coalesced by AQE
             ranges = writer_df.repartitionByRange
             writer_df = ranges(estimate, *order) if estimate else ranges(*order)
-        elif estimate is not None and estimate < df.rdd.getNumPartitions():
-            writer_df = writer_df.coalesce(estimate)  # no tiny files from a small write (no shuffle)
+        elif estimate is not None and estimate <= _MAX_COALESCE:  # no tiny files from a small write
+            writer_df = writer_df.coalesce(estimate)
     writer_df, observation = counted(writer_df)
     if order:  # the table's sort order within every file (partition columns first, as the writer needs)
         writer_df = writer_df.sortWithinPartitions(*[F.col(h) for h in hidden], *order)

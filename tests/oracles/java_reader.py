@@ -34,12 +34,18 @@ from typing import Any, NoReturn
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pyspark
 
 _TOOLS_JARS = Path(__file__).resolve().parents[2] / "tools" / "iceberg_jars.py"
 _LOG4J2 = "rootLogger.level = error\nrootLogger.appenderRef.stderr.ref = console\n" + (
     "appender.console.type = Console\nappender.console.name = console\nappender.console.target = SYSTEM_ERR\n"
     "appender.console.layout.type = PatternLayout\nappender.console.layout.pattern = %d %p %c: %m%n\n"
 )
+
+
+def java_oracle_available() -> bool:
+    """The Iceberg runtime jar here is built for Spark 3.5 (Scala 2.12): no Java oracle under pyspark 4.x."""
+    return pyspark.__version__.startswith("3.")
 
 
 class JavaReaderError(RuntimeError):

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.oracles.java_reader import JavaIcebergReader, hadoop_s3_conf
+from tests.oracles.java_reader import JavaIcebergReader, hadoop_s3_conf, java_oracle_available
 from tests.spark.tables import LAYOUTS, Layout, wide_rows
 from tools import s3_jars
 
@@ -26,12 +26,13 @@ def layout(request: pytest.FixtureRequest) -> Layout:
 
 @pytest.fixture(scope="session")
 def java(request: pytest.FixtureRequest) -> Iterator[JavaIcebergReader | None]:
-    """Iceberg's Java reader in its own JVM; ROWOPS_SKIP_JAVA=1 turns it off for quick local runs.
+    """Iceberg's Java reader in its own JVM; ROWOPS_SKIP_JAVA=1 turns it off for quick local runs, and
+    it is off under pyspark 4.x (the Iceberg jar is for Spark 3.5; DuckDB and PyIceberg still read).
 
     With the S3A jars present it can read S3 lakes too: it starts after the test S3 server, with its
     settings (Iceberg's path-based tables keep the Hadoop configuration of their first load).
     """
-    if os.environ.get("ROWOPS_SKIP_JAVA"):
+    if os.environ.get("ROWOPS_SKIP_JAVA") or not java_oracle_available():
         yield None
         return
     hadoop = hadoop_s3_conf(request.getfixturevalue("s3").options) if s3_jars.available() else {}

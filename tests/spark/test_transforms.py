@@ -279,8 +279,19 @@ TRUNCATED_INTS = [0, 1, -1, 2, -2, 9, -9, 10, -10, 11, -11, 99, -99, 100, -100, 
 
 
 @pytest.mark.parametrize("width", [1, 2, 3, 10, 7, 1000])
-def test_truncate_of_negative_ints_and_longs(spark, width) -> None:  # type: ignore[no-untyped-def]
-    """``v - pmod(v, W)`` equals Iceberg's ``v - (((v % W) + W) % W)`` for negative values too."""
+@pytest.mark.parametrize("ansi", ["false", "true"])
+def test_truncate_of_negative_ints_and_longs(spark, width, ansi) -> None:  # type: ignore[no-untyped-def]
+    """``v - pmod(v, W)`` equals Iceberg's ``v - (((v % W) + W) % W)`` for negative values too, wrapping
+    at the extremes also with ANSI mode on (Spark 4's default)."""
+    previous = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", ansi)
+    try:
+        _check_negative_truncates(spark, width)
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", previous)
+
+
+def _check_negative_truncates(spark, width) -> None:  # type: ignore[no-untyped-def]
     longs = [*TRUNCATED_INTS, -(2**40) - 3, 2**40 + 3, -(2**62) + 1]
     ints = [*TRUNCATED_INTS, -(2**31) + 5, 2**31 - 5, -(2**30) - 1]
     df = spark.createDataFrame(

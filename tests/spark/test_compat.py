@@ -1,0 +1,93 @@
+"""rowops uses only public Spark APIs (classic 3.5, 4.x and the Spark Connect client), except inside
+``rowops/exec/compat.py``; what it now computes without the JVM agrees with the JVM (the oracle here)."""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from rowops.exec.compat import default_parallelism, explain_text
+from rowops.exec.stats import UNKNOWN_SIZE, plan_bytes
+from rowops.meta.hadoop_uri import qualified_uri
+from rowops.meta.paths import to_uri
+
+ROOT = Path(__file__).resolve().parents[2]
+PRIVATE = re.compile(r"_jvm|_jsc|_jdf|sparkContext|\.rdd\b|py4j")
+
+
+def test_no_private_spark_access_outside_compat() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in sorted((ROOT / "rowops").rglob("*.py"))
+        if path.name != "compat.py" or path.parent.name != "exec"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if PRIVATE.search(line)
+    ]
+    assert found == []
+
+
+ODD_NAMES = [
+    "/t/my lake+%41 é/x.parquet",
+    "/a b/c%20d",
+    "/x/\u00a0nbsp\u3000ideographic",
+    "/x/\u0085control\x7f",
+    "/x/\u2028line",
+    "/x/tab\there",
+    "/x/q?y#z",
+    '/x/[br]{c}|^`"<>\\',
+    "/x/é漢字😀",
+    "/x//double///triple/",
+    "/x/./a/../b",
+    "/x/a=b;c@d&e+f$g,h~!*'()",
+    "/k=v%2F/part-0.parquet",
+]
+
+
+def _hadoop_uri(spark, path: str) -> str:  # type: ignore[no-untyped-def]
+    jvm = spark.sparkContext._jvm
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(to_uri(path))
+    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    uri = str(fs.makeQualified(hadoop_path).toUri().toString())
+    return "file:/" + uri[len("file:///") :] if uri.startswith("file:///") else uri
+
+
+@pytest.mark.parametrize("path", ODD_NAMES)
+def test_qualified_uri_is_hadoops(spark, path: str) -> None:  # type: ignore[no-untyped-def]
+    assert qualified_uri(path) == _hadoop_uri(spark, path)
+
+
+def test_plan_bytes_is_sparks_estimate(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    spark.range(5000).selectExpr("id", "CAST(id AS STRING) AS s").write.parquet(str(tmp_path / "p"))
+    df = spark.read.parquet(str(tmp_path / "p")).filter("id > 10")
+    exact = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    assert abs(plan_bytes(df) - exact) <= exact * 0.03  # explain rounds to one decimal of its unit
+    assert plan_bytes(spark.createDataFrame([(1, "a")], "a int, b string")) == UNKNOWN_SIZE
+
+
+def test_default_parallelism_is_sparks(spark) -> None:  # type: ignore[no-untyped-def]
+    assert default_parallelism(spark) == spark.sparkContext.defaultParallelism
+
+
+def test_explain_text_captures_only_its_own_thread(spark, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Another thread printing while a plan is captured keeps its output (and stays out of the plan)."""
+    stop = threading.Event()
+
+    def chatter() -> None:
+        while not stop.is_set():
+            print("chatter")
+            stop.wait(0.001)
+
+    thread = threading.Thread(target=chatter)
+    thread.start()
+    try:
+        texts = [explain_text(spark.range(3), "simple") for _ in range(20)]
+    finally:
+        stop.set()
+        thread.join()
+    assert all("Range" in text and "chatter" not in text for text in texts)
+    assert "chatter" in capsys.readouterr().out
+    assert sys.stdout is not None and "_ThreadCapture" not in type(sys.stdout).__name__
