@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
@@ -11,15 +12,24 @@ from rowops.meta.paths import normalize_path
 
 def shuffle_bytes_written(spark: SparkSession) -> int:
     """Total shuffle bytes written by all stages so far in this application."""
+    return sum(int(stage.shuffleWriteBytes()) for stage in _stages(spark))
+
+
+def shuffle_records_written(spark: SparkSession) -> int:
+    """Total rows written to shuffles by all stages so far (unlike bytes, the same in every Spark
+    version: the shuffle row format and its compression do not count)."""
+    return sum(int(stage.shuffleWriteRecords()) for stage in _stages(spark))
+
+
+def _stages(spark: SparkSession) -> Iterator:  # type: ignore[type-arg]
     sc, jvm, gateway = spark.sparkContext._jsc.sc(), spark.sparkContext._jvm, spark.sparkContext._gateway
     assert jvm is not None and gateway is not None
     stages = sc.statusStore().stageList(
         jvm.java.util.ArrayList(), False, False, gateway.new_array(jvm.double, 0), jvm.java.util.ArrayList()
     )
-    total, it = 0, stages.iterator()
+    it = stages.iterator()
     while it.hasNext():
-        total += int(it.next().shuffleWriteBytes())
-    return total
+        yield it.next()
 
 
 def _reads_under(scan, location: str) -> bool:  # type: ignore[no-untyped-def]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pyspark
 import pytest
 from pyiceberg.transforms import BucketTransform
 from pyiceberg.types import LongType
@@ -12,7 +13,12 @@ from rowops import errors, operations
 from rowops.exec.source import release
 from rowops.spec.operations import simple_merge_spec
 from tests.readers import assert_readers_agree
-from tests.spark.spark_metrics import exchanges_above_scans_of, scans_of, shuffle_bytes_written
+from tests.spark.spark_metrics import (
+    exchanges_above_scans_of,
+    scans_of,
+    shuffle_bytes_written,
+    shuffle_records_written,
+)
 from tests.spark.tables import BIG_ROWS, COLUMNS, fingerprint, frame, make_row, wide_source
 
 SOURCE_ROW_BYTES = 8 + 8 + 20 + 20  # Spark's in-memory estimate for (long, long, string, string)
@@ -35,16 +41,23 @@ def _plan_shape(table, source, strategy: str = "position-delete") -> tuple[list[
 def test_large_source_is_sliced_and_the_target_never_shuffled(lake, big, strategy) -> None:  # type: ignore[no-untyped-def]
     spark = lake.spark
     source = wide_source(spark, 7).cache()
-    source_bytes = source.count() * SOURCE_ROW_BYTES
+    source_rows = source.count()
+    source_bytes = source_rows * SOURCE_ROW_BYTES
     big.set_properties(**{"rowops.colocated-join.max-bytes": str(source_bytes // 3)})
     exchanges, scans = _plan_shape(big, source, strategy)
     assert exchanges == [] and scans == 4  # 8 buckets of ~1/8 of the source, two per slice
     target_bytes = sum(f.size for f in big.files().data)
-    before = shuffle_bytes_written(spark)
+    before = shuffle_bytes_written(spark), shuffle_records_written(spark)
     result = rowops.merge(source, big, on=["k"], strategy=strategy)
-    shuffled = shuffle_bytes_written(spark) - before
+    shuffled = shuffle_bytes_written(spark) - before[0]
+    shuffled_rows = shuffle_records_written(spark) - before[1]
     assert "co-located join: yes" in result.explain and "4 broadcast slices" in result.explain
-    assert shuffled <= 2 * source_bytes, (shuffled, source_bytes)  # re-partitioning the source only
+    # per source row: its re-partitioning, the cardinality check, the delete or rewritten row and the
+    # written row (<= 5 x 8.6K rows); the target's 60K rows never (rows, not bytes: a Spark version's
+    # shuffle format decides bytes per row; the target's bytes are checked too). Spark 4 re-runs the
+    # source slices' shuffles in the write job (ARCHITECTURE, known limits): source-sized, still bounded.
+    per_source_row = 5 if pyspark.__version__.startswith("3.") else 10
+    assert shuffled_rows <= per_source_row * source_rows, (shuffled_rows, source_rows)
     assert shuffled < target_bytes / 10, (shuffled, target_bytes)
     assert (result.rows_updated, result.rows_inserted) == (len(range(0, BIG_ROWS, 7)), 28)
     got = big.to_df()
