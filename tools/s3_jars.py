@@ -64,6 +64,20 @@ def s3_jars(out_dir: Path = DEFAULT_OUT_DIR) -> list[str]:
     return [str(p) for p in paths]
 
 
+# Hadoop 3.4+ clients (Spark 4.x) give some S3A settings defaults with units ("60s") and a default
+# credential chain of AWS SDK v2 classes; hadoop-aws 3.3.1 parses plain numbers and ships SDK v1. With
+# these settings the old connector runs on the newer client (tests only: real clusters match versions).
+LEGACY_CONNECTOR_CONF = {
+    "spark.hadoop.fs.s3a.connection.establish.timeout": "30000",
+    "spark.hadoop.fs.s3a.connection.timeout": "200000",
+    "spark.hadoop.fs.s3a.connection.ttl": "300000",
+    "spark.hadoop.fs.s3a.threads.keepalivetime": "60",
+    "spark.hadoop.fs.s3a.multipart.purge.age": "86400",
+    "spark.hadoop.fs.s3a.assumed.role.session.duration": "1800",
+    "spark.hadoop.fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+}
+
+
 def available(out_dir: Path = DEFAULT_OUT_DIR) -> list[str] | None:
     """The jar paths if they are extracted already (never downloads)."""
     paths = [out_dir / name for name in JARS]

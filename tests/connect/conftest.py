@@ -21,7 +21,12 @@ import pyspark
 import pytest
 from pyspark.sql import SparkSession
 
+from rowops.meta.fileio import s3a_conf
+from tests.oracles.s3_server import S3Server, s3_server
+from tools import s3_jars
+
 ROOT = Path(__file__).resolve().parents[2]
+S3_JARS = ROOT / ".venv" / "s3-jars"  # extracted by `make install` (tools/s3_jars.py)
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 
@@ -62,7 +67,23 @@ def _wait_until_listening(process: subprocess.Popen[bytes], port: int, log: Path
 
 
 @pytest.fixture(scope="session")
-def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def s3() -> Iterator[S3Server]:
+    """A moto S3 server on loopback, started before the Connect server (which gets its settings)."""
+    if not s3_jars.available(S3_JARS):
+        pytest.fail(f"S3A jars are missing in {S3_JARS}: run `make install`")
+    with s3_server() as server:
+        yield server
+
+
+def s3_arguments(server: S3Server) -> list[str]:
+    """``spark-submit`` arguments that let the Connect server read and write the test S3 server."""
+    jars = s3_jars.available(S3_JARS) or []
+    settings = {**s3_jars.LEGACY_CONNECTOR_CONF, **s3a_conf(server.options)}
+    return ["--jars", ",".join(jars), *[a for k, v in settings.items() for a in ("--conf", f"{k}={v}")]]
+
+
+@pytest.fixture(scope="session")
+def connect_url(tmp_path_factory: pytest.TempPathFactory, s3: S3Server) -> Iterator[str]:
     if not pyspark.__version__.startswith("4."):
         pytest.skip("the Connect tests run from a pyspark 4.x client (make test-connect)")
     home, port = spark_home(), _free_port()
@@ -79,6 +100,7 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "--conf", "spark.ui.enabled=false",
         "--conf", "spark.sql.shuffle.partitions=4",
         "--conf", "spark.sql.session.timeZone=UTC",
+        *s3_arguments(s3),
     ]  # fmt: skip
     log = work / "server.log"
     env = {**server_env(), "SPARK_HOME": str(home)}

@@ -13,6 +13,7 @@ import rowops
 import rowops.exec.session as rowops_session
 from rowops.errors import ExecutorEnvironmentError
 from tests.connect.conftest import server_env, server_python
+from tests.oracles.s3_server import S3Server
 from tests.readers import assert_readers_agree
 
 pytestmark = pytest.mark.connect
@@ -47,6 +48,26 @@ def test_smoke_merge_update_delete_from_connect_client(spark: SparkSession, tmp_
     assert "Join" in rowops.explain(
         spark.range(5).selectExpr("id AS k", "'x' AS s"), table, on=["k"], strategy="position-delete"
     )
+
+
+def test_smoke_s3_lake_from_connect_client(spark: SparkSession, s3: S3Server) -> None:
+    """A lake on S3 with nothing shared but the bucket: the client commits (conditional puts, pyarrow),
+    the server's executors write the data files through S3A."""
+    lake = rowops.Lakehouse(f"s3://{s3.new_bucket()}/lake", spark=spark, storage_options=s3.options)
+    initial = spark.range(12).selectExpr("id AS k", "CAST(id AS STRING) AS s")
+    table = lake.create_table("db.t", initial, partition_by=["bucket(2, k)"], identifier=["k"])
+    expected = {k: (k, str(k)) for k in range(12)}
+    for i, strategy in enumerate(STRATEGIES):
+        keys = range(4 * i, 4 * i + 6)
+        source = spark.range(keys.start, keys.stop).selectExpr("id AS k", f"'{strategy}' AS s")
+        rowops.merge(source, table, on=["k"], strategy=strategy)
+        expected.update({k: (k, strategy) for k in keys})
+    rowops.delete(lake.table("db.t"), where="k % 5 = 0", strategy="position-delete")
+    expected = {k: row for k, row in expected.items() if k % 5}
+    checked = assert_readers_agree(lake.table("db.t"), expected.values(), COLUMNS, None)
+    assert checked["duckdb"] == "ok" and len(lake.history()) == 5
+    bucket_keys = s3.keys(table.metadata_location.split("/")[2])
+    assert any("/data/" in key and key.endswith(".parquet") for key in bucket_keys)  # written by S3A
 
 
 def test_server_python_cannot_import_rowops(tmp_path: Path) -> None:
