@@ -16,8 +16,10 @@ PYC := $(VENVC)/bin/python
 STAMPC := $(VENVC)/.installed
 SPARK4_ENV := PYTHONPATH=$(CURDIR) PYSPARK_PYTHON=$(abspath $(PY4)) ROWOPS_SKIP_JAVA=1
 CONNECT_ENV := PYTHONPATH=$(CURDIR) ROWOPS_CONNECT_SERVER_PYTHON=$(abspath $(PY4))
-# the pyspark 4.x subset of `make test` (the full 4.x suite is `make test-spark4`)
-SPARK4_SUBSET ?= tests/spark/test_behaviour.py tests/spark/test_compat.py
+# the pyspark 4.x subset of `make test` (the full 4.x suite is `make test-spark4`): the compat layer, and
+# the behaviour suite's position-delete cases on a local lake (Connect covers every strategy)
+SPARK4_SUBSET ?= tests/spark/test_compat.py tests/spark/test_behaviour.py
+SPARK4_K ?= compat or position-delete
 
 .PHONY: install install4 install-connect run test test-s3 test-spark4 test-connect test-slow test-crash test-cluster test-all lint bench bench-log bench-conflicts clean
 
@@ -61,20 +63,20 @@ lint: install
 
 test: install install4 install-connect lint
 	$(PY) -m pytest -q -m "not slow and not s3 and not connect"
-	$(SPARK4_ENV) $(PY4) -m pytest -q -p no:cacheprovider -m "not slow and not s3 and not connect" $(SPARK4_SUBSET)
+	$(SPARK4_ENV) $(PY4) -m pytest -q -p no:cacheprovider -m "not slow and not s3 and not connect" -k "$(SPARK4_K)" $(SPARK4_SUBSET)
 	$(CONNECT_ENV) $(PYC) -m pytest -q -p no:cacheprovider -m connect tests/connect -k smoke
 
 # the behaviour and concurrency suites again, on lakes on an S3 server (moto on loopback)
 test-s3: install
 	$(PY) -m pytest -q -m "s3 and not slow" tests/spark/test_behaviour.py tests/spark/test_concurrency.py tests/spark/test_s3.py
 
-# the fast suite on pyspark 4.x (classic); the Java oracle is skipped (its Iceberg jar is for 3.5), and
-# so are S3 lakes (the S3A test jars match Spark 3.5's Hadoop)
-test-spark4: install4
-	$(SPARK4_ENV) $(PY4) -m pytest -q -p no:cacheprovider -m "not slow and not s3 and not connect"
+# the fast suite and the S3 suites on pyspark 4.x (classic); the Java oracle is skipped (its Iceberg jar
+# is for 3.5)
+test-spark4: install install4
+	$(SPARK4_ENV) $(PY4) -m pytest -q -p no:cacheprovider -m "not slow and not connect"
 
 # rowops from a thin Spark Connect client against a Spark Connect server (pyspark 4.x) on loopback
-test-connect: install4 install-connect
+test-connect: install install4 install-connect
 	$(CONNECT_ENV) $(PYC) -m pytest -q -p no:cacheprovider -rs -m connect tests/connect
 
 test-slow: install

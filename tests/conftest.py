@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyspark
 import pytest
 from pyspark.sql import SparkSession
 
@@ -37,9 +38,8 @@ def spark() -> Iterator[SparkSession]:
     from rowops.exec.session import configure
 
     builder = SparkSession.builder
-    jars = s3_jars.available()
-    if jars:
-        builder = builder.config("spark.jars", ",".join(jars))
+    for key, value in s3_jars.session_conf(pyspark.__version__).items():
+        builder = builder.config(key, value)
     session = (
         builder.master("local[2]")
         .appName("rowops-tests")

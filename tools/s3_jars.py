@@ -22,7 +22,9 @@ from pathlib import Path
 
 SDIST = "sagemaker-pyspark==1.4.5"
 JARS = ("hadoop-aws-3.3.1.jar", "aws-java-sdk-bundle-1.11.901.jar")
-DEFAULT_OUT_DIR = Path(sys.prefix) / "s3-jars"
+DEFAULT_OUT_DIR = (
+    Path(__file__).resolve().parents[1] / ".venv" / "s3-jars"
+)  # shared by .venv4 and the Connect server
 
 
 def s3_jars(out_dir: Path = DEFAULT_OUT_DIR) -> list[str]:
@@ -82,6 +84,16 @@ def available(out_dir: Path = DEFAULT_OUT_DIR) -> list[str] | None:
     """The jar paths if they are extracted already (never downloads)."""
     paths = [out_dir / name for name in JARS]
     return [str(p) for p in paths] if all(p.is_file() for p in paths) else None
+
+
+def session_conf(pyspark_version: str, out_dir: Path = DEFAULT_OUT_DIR) -> dict[str, str]:
+    """Settings that put the extracted jars on a test session's class path (none if not extracted),
+    with :data:`LEGACY_CONNECTOR_CONF` on Spark 4.x."""
+    jars = available(out_dir)
+    if not jars:
+        return {}
+    legacy = LEGACY_CONNECTOR_CONF if not pyspark_version.startswith("3.") else {}
+    return {"spark.jars": ",".join(jars), **legacy}
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ from tests.oracles.s3_server import S3Server, s3_server
 from tools import s3_jars
 
 ROOT = Path(__file__).resolve().parents[2]
-S3_JARS = ROOT / ".venv" / "s3-jars"  # extracted by `make install` (tools/s3_jars.py)
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 
@@ -69,15 +68,15 @@ def _wait_until_listening(process: subprocess.Popen[bytes], port: int, log: Path
 @pytest.fixture(scope="session")
 def s3() -> Iterator[S3Server]:
     """A moto S3 server on loopback, started before the Connect server (which gets its settings)."""
-    if not s3_jars.available(S3_JARS):
-        pytest.fail(f"S3A jars are missing in {S3_JARS}: run `make install`")
+    if not s3_jars.available():
+        pytest.fail(f"S3A jars are missing in {s3_jars.DEFAULT_OUT_DIR}: run `make install`")
     with s3_server() as server:
         yield server
 
 
 def s3_arguments(server: S3Server) -> list[str]:
     """``spark-submit`` arguments that let the Connect server read and write the test S3 server."""
-    jars = s3_jars.available(S3_JARS) or []
+    jars = s3_jars.available() or []
     settings = {**s3_jars.LEGACY_CONNECTOR_CONF, **s3a_conf(server.options)}
     return ["--jars", ",".join(jars), *[a for k, v in settings.items() for a in ("--conf", f"{k}={v}")]]
 

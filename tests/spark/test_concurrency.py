@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import pyspark
 import pytest
 
 import rowops
@@ -161,8 +162,8 @@ def _worker_main(inbox: Any, outbox: Any) -> None:
     from rowops.exec.session import configure
 
     builder = SparkSession.builder
-    if jars := s3_jars.available():
-        builder = builder.config("spark.jars", ",".join(jars))
+    for key, value in s3_jars.session_conf(pyspark.__version__).items():
+        builder = builder.config(key, value)
     spark = (
         builder.master("local[1]")
         .appName(f"rowops-concurrency-{os.getpid()}")
