@@ -23,7 +23,7 @@ from rowops.catalog.transactions import DEFAULT_ISOLATION, LakeTransaction
 from rowops.catalog.views import PinnedView
 from rowops.catalog_lakehouse import CatalogLakehouse
 from rowops.commit.row_delta import apply
-from rowops.errors import InvalidInputError, TableAlreadyExistsError, is_cleanable
+from rowops.errors import InvalidInputError, TableAlreadyExistsError, UnsupportedStorageError, is_cleanable
 from rowops.exec.job_errors import spark_errors
 from rowops.exec.session import configure, create_session
 from rowops.exec.types import to_iceberg_schema
@@ -123,7 +123,10 @@ class Lakehouse:
     @property
     def root(self) -> Path:
         """The lake's local directory (local lakes only; see ``location`` for any lake)."""
-        return Path(local_path(self.location))
+        path = local_path(self.location)
+        if path is None:
+            raise UnsupportedStorageError(f"{self.location!r} is not on a local file system")
+        return path
 
     @property
     def spark(self) -> SparkSession:

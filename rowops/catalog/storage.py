@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
-from rowops.meta.paths import normalize_path
+from rowops.meta.paths import local_path
 
 
 class AlreadyExists(Exception):
@@ -178,16 +178,6 @@ def write_hint(path: Path, content: bytes) -> None:
 def fsync_dir(directory: Path) -> None:
     """Make the entries of ``directory`` (a new name linked into it) durable."""
     _fsync(directory)
-
-
-def local_path(location: str) -> Path | None:
-    """The local file system path of a location (plain or ``file:`` URI); None for other schemes.
-
-    >>> local_path("file:///lake/t/a.parquet"), local_path("/lake/t/a.parquet"), local_path("s3://b/k")
-    (PosixPath('/lake/t/a.parquet'), PosixPath('/lake/t/a.parquet'), None)
-    """
-    plain = normalize_path(location)
-    return Path(plain) if plain.startswith("/") else None
 
 
 def sync_files(locations: Iterable[str]) -> None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from urllib.parse import unquote
 
 from rowops.errors import UnsupportedStorageError
@@ -100,12 +101,14 @@ def lake_location(location: str) -> str:
     return os.path.abspath(local)
 
 
-def local_path(location: str) -> str:
-    """The local path of a plain path or ``file:`` URI; any other scheme is an error."""
-    key = lake_location(location)
-    if is_remote(key):
-        raise UnsupportedStorageError(f"{location!r} is not on a local file system")
-    return key
+def local_path(location: str) -> Path | None:
+    """The local file system path of a location (plain or ``file:`` URI); None for other schemes.
+
+    >>> local_path("file:///lake/t/a.parquet"), local_path("/lake/t/a.parquet"), local_path("s3://b/k")
+    (PosixPath('/lake/t/a.parquet'), PosixPath('/lake/t/a.parquet'), None)
+    """
+    plain = normalize_path(location)
+    return Path(plain) if plain.startswith("/") else None
 
 
 def join(root: str, *parts: str) -> str:
