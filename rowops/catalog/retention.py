@@ -15,7 +15,7 @@ age, are removed with ``cleanup.remove_orphans``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
@@ -25,7 +25,9 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 
 from rowops.catalog.cleanup import CleanupResult, referenced_files, remove_orphans
+from rowops.catalog.log import TableEntry
 from rowops.catalog.tables import LoadedTable, TableCatalog
+from rowops.errors import SnapshotExpiredError
 from rowops.maintenance.expiry import only_expired
 from rowops.meta.paths import normalize_path, to_uri
 
@@ -89,6 +91,20 @@ def _size(io: FileIO, key: str, known: int) -> int:
 def _delete(io: FileIO, key: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         io.delete(to_uri(key))
+
+
+def check_not_expired(catalog: TableCatalog, entries: Mapping[str, TableEntry | None]) -> None:
+    """Refuse to point tables back at states whose current snapshot was expired (``lake.rollback_to``):
+    the new version could not read them."""
+    for name, entry in entries.items():
+        if entry is None:
+            continue
+        snapshot = catalog.read_metadata(entry.metadata_location).current_snapshot()
+        if snapshot is not None and not catalog.io.new_input(snapshot.manifest_list).exists():
+            raise SnapshotExpiredError(
+                f"Table {name} cannot be rolled back: its snapshot {snapshot.snapshot_id} of that version was "
+                "expired (table.expire_snapshots deleted its files). Nothing was changed."
+            )
 
 
 def remove_table_orphans(catalog: TableCatalog, location: str, older_than: timedelta) -> CleanupResult:

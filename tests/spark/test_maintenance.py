@@ -137,6 +137,19 @@ def test_compact_position_deletes_merges_per_data_file(lake, java) -> None:  # t
     assert table.compact_position_deletes().snapshot_id is None
 
 
+def test_position_delete_merge_rebases_over_a_concurrent_delete(lake, java) -> None:  # type: ignore[no-untyped-def]
+    table, oracle = create(lake, BUCKET)
+    stacked_position_deletes(table, oracle)
+    prepared = maintenance_ops.prepare_compact_position_deletes(table)
+    assert prepared is not None
+    table.delete(where="k % 4 = 2", strategy="position-delete")  # more rows of the same data files
+    oracle.delete_keys([make_row(k) for k in range(2, N, 4)])
+    writer_snapshot = table.current_snapshot_id
+    result = prepared.commit()  # rebased: the merged files hold only positions deleted before
+    assert result.committed and table.snapshots()[-1]["parent_id"] == writer_snapshot
+    assert_readers_agree(table, oracle.values(), COLUMNS, java)
+
+
 def test_convert_equality_deletes_to_position_deletes(lake, java) -> None:  # type: ignore[no-untyped-def]
     table, oracle = create(lake, BUCKET)
     upserts(table, oracle, "equality-delete")
@@ -240,6 +253,7 @@ def test_expire_and_remove_orphans_never_delete_referenced_files(lake, java) -> 
         assert_readers_agree(table, expected[snapshot_id], COLUMNS, java, snapshot_id=snapshot_id)
     with pytest.raises(SnapshotExpiredError):
         lake.at(version=old_version).table("db.t").to_df()
+    assert_unchanged(lake, lambda: lake.rollback_to(old_version), SnapshotExpiredError, "expired")
 
     data_dir = local_path(table.metadata.location) + "/data"
     old, young = f"{data_dir}/orphan-old.parquet", f"{data_dir}/orphan-young.parquet"
