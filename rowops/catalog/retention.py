@@ -72,12 +72,25 @@ def expire(catalog: TableCatalog, base: LoadedTable, expired_ids: list[int], kee
 
     committed, removed = catalog.remove_snapshots(base, choose)
     retained = _reachable(catalog.io, committed.metadata.snapshots, live_only=True)
+    for other in _sharing(catalog, committed):
+        retained.update(_reachable(catalog.io, other.snapshots, live_only=True))
     candidates = _reachable(catalog.io, [by_id[i] for i in removed if i in by_id], live_only=False)
     doomed = only_expired(candidates, set(retained))
     sizes = [_size(catalog.io, p, candidates[p]) for p in doomed]
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(lambda p: _delete(catalog.io, p), doomed))
     return Expired(committed, tuple(removed), len(doomed), sum(sizes))
+
+
+def _sharing(catalog: TableCatalog, table: LoadedTable) -> list[TableMetadata]:
+    """Other tables of the newest lake version whose metadata lives in this table's location (one
+    table registered under two names): their snapshots' files are kept too."""
+    prefix = normalize_path(table.metadata.location).rstrip("/") + "/metadata/"
+    return [
+        catalog.read_metadata(entry.metadata_location)
+        for name, entry in catalog.log.latest().items()
+        if name != str(table.identifier) and normalize_path(entry.metadata_location).startswith(prefix)
+    ]
 
 
 def _size(io: FileIO, key: str, known: int) -> int:

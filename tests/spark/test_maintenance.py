@@ -271,6 +271,16 @@ def test_expire_and_remove_orphans_never_delete_referenced_files(lake, java) -> 
     assert table.expire_snapshots(retain_last=2).snapshot_id is None  # nothing left to expire
 
 
+def test_expire_keeps_the_files_of_a_table_registered_twice(lake, java) -> None:  # type: ignore[no-untyped-def]
+    table, oracle = create(lake, BUCKET)
+    twin = lake.register_table("db.twin", table.metadata_location)  # the same files under another name
+    expected = oracle.values()
+    upserts(table, oracle, "copy-on-write", rounds=1)
+    assert table.expire_snapshots().snapshots_expired == 1  # the twin's current snapshot
+    assert_readers_agree(twin, expected, COLUMNS, java)
+    assert_readers_agree(table, oracle.values(), COLUMNS, java)
+
+
 def test_expire_older_than_keeps_young_snapshots(lake) -> None:  # type: ignore[no-untyped-def]
     table, oracle = create(lake, BUCKET)
     upserts(table, oracle, "copy-on-write", rounds=2)
