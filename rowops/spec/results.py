@@ -35,8 +35,9 @@ class MaintenanceResult:
 
     Attributes:
         operation: the method that ran (``compact``, ``compact_position_deletes``, ...).
-        snapshot_id: the snapshot it committed; None when there was nothing to do (nothing committed)
-            or for ``remove_orphans`` (a cleanup, not a commit).
+        snapshot_id: the snapshot it committed (for ``expire_snapshots``, a metadata-only commit: the
+            current snapshot after it); None when there was nothing to do (nothing committed) and for
+            ``remove_orphans`` (a cleanup, not a commit).
         files_read / bytes_read: data and delete files the operation read.
         files_written / bytes_written: files it wrote and committed.
         files_removed / bytes_removed: files removed from the table's live state (rewrites) or deleted
