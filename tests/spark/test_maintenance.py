@@ -84,6 +84,9 @@ def counts(table) -> tuple[int, int, int]:  # type: ignore[no-untyped-def]
 def test_compact_rewrites_with_deletes_applied_and_keeps_rows(lake, strategy, java) -> None:  # type: ignore[no-untyped-def]
     table, oracle = create(lake)
     upserts(table, oracle, strategy)
+    appended = [make_row(N + 100 + i) for i in range(6)]  # small files in every partition
+    table.append(frame(lake.spark, appended))
+    oracle.upsert(appended)
     before = counts(table)
     assert before[0] > 3  # more than one file per partition: small files to merge
     result = table.compact()
