@@ -14,12 +14,14 @@ import time
 from datetime import timedelta
 
 import pytest
+from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.update import SetSnapshotRefUpdate, update_table_metadata
 
 import rowops
 from rowops import maintenance_ops, operations
 from rowops.errors import (
+    CatalogFeatureError,
     CommitConflictError,
     InvalidExpressionError,
     InvalidInputError,
@@ -53,13 +55,14 @@ def upserts(table, oracle, strategy: str, rounds: int = 3) -> None:  # type: ign
         oracle.upsert(changes)
 
 
-def stacked_position_deletes(table, oracle) -> None:  # type: ignore[no-untyped-def]
+def stacked_position_deletes(table, oracle, step: int = 4) -> None:  # type: ignore[no-untyped-def]
     """Two position-delete upserts planned on the same state, then committed one after the other: the
-    second rebases and leaves the data files with two live position-delete files each."""
+    second rebases and leaves the data files with two live position-delete files each (with
+    ``step=2`` the two together update every row of the original files)."""
     keys = list(oracle.layout.keys)
     table.set_properties(**{"rowops.isolation-level": "snapshot"})  # write-write checks only
     planned = []
-    for version, ks in ((5, range(0, N, 4)), (6, range(1, N, 4))):
+    for version, ks in ((5, range(0, N, step)), (6, range(1, N, step))):
         changes = [make_row(k, version) for k in ks]
         source = frame(table.lake.spark, changes)
         spec = table.merge(source, on=keys).when_matched().update_all().spec()
@@ -138,6 +141,17 @@ def test_compact_position_deletes_merges_per_data_file(lake, java) -> None:  # t
     assert result.files_read == len(files.position_deletes)  # only delete files were read
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
     assert table.compact_position_deletes().snapshot_id is None
+
+
+def test_position_delete_merge_drops_files_whose_rows_are_all_deleted(lake, java) -> None:  # type: ignore[no-untyped-def]
+    table, oracle = create(lake, BUCKET)
+    originals = {f.path for f in table.files().data}
+    stacked_position_deletes(table, oracle, step=2)
+    result = table.compact_position_deletes()
+    files = table.files()
+    assert result.committed and not originals & {f.path for f in files.data}  # every original dropped
+    assert not files.position_deletes  # and their delete files with them
+    assert_readers_agree(table, oracle.values(), COLUMNS, java)
 
 
 def test_position_delete_merge_rebases_over_a_concurrent_delete(lake, java) -> None:  # type: ignore[no-untyped-def]
@@ -272,6 +286,23 @@ def test_expire_and_remove_orphans_never_delete_referenced_files(lake, java) -> 
     for snapshot_id in live:
         assert_readers_agree(table, expected[snapshot_id], COLUMNS, java, snapshot_id=snapshot_id)
     assert table.expire_snapshots(retain_last=2).snapshot_id is None  # nothing left to expire
+
+
+def test_rewrites_through_a_pyiceberg_catalog(spark, tmp_path, java) -> None:  # type: ignore[no-untyped-def]
+    catalog = SqlCatalog("maint", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/wh")
+    catalog.create_namespace("db")
+    lake = rowops.Lakehouse.from_catalog(catalog, spark=spark)
+    rows = [make_row(k) for k in range(N)]
+    table = lake.create_table("db.t", frame(spark, rows), partition_by=["bucket(4, k)"], identifier=["k"])
+    oracle = Oracle(BUCKET, rows)
+    upserts(table, oracle, "position-delete")
+    result = table.compact()  # one commit_table of the catalog
+    assert result.committed and catalog.load_table("db.t").metadata.current_snapshot_id == result.snapshot_id
+    assert counts(table)[1:] == (0, 0)
+    assert_readers_agree(table, oracle.values(), COLUMNS, java)
+    for needs_the_log in (table.expire_snapshots, table.remove_orphans):
+        with pytest.raises(CatalogFeatureError):
+            needs_the_log()
 
 
 def test_expire_keeps_the_files_of_a_table_registered_twice(lake, java) -> None:  # type: ignore[no-untyped-def]
