@@ -177,7 +177,7 @@ def live_files(metadata: TableMetadata, io: FileIO, snapshot_id: int | None = No
     except FileNotFoundError:
         raise SnapshotExpiredError(
             f"Snapshot {snapshot.snapshot_id} of the table at {metadata.location} was expired: its manifest "
-            "list or manifests are gone"
+            "list or manifests are gone (deleted by table.expire_snapshots, or removed by hand)"
         ) from None
     files = [_live(e, metadata) for entries in entry_lists for e in entries]
     return TableFiles(
