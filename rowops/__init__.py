@@ -2,7 +2,7 @@
 
 >>> import rowops
 >>> sorted(rowops.__all__)[:4]
-['CardinalityViolationError', 'CommitConflictError', 'Lakehouse', 'MergeBuilder']
+['CardinalityViolationError', 'CommitConflictError', 'HealthReport', 'Lakehouse']
 """
 
 from __future__ import annotations
@@ -17,14 +17,16 @@ from rowops.errors import (
 )
 from rowops.functions import delete, explain, merge, update
 from rowops.lakehouse import Lakehouse
-from rowops.spec.results import OperationResult
+from rowops.spec.results import HealthReport, MaintenanceResult, OperationResult
 from rowops.table import MergeBuilder, Table
 from rowops.transaction import Transaction
 
 __all__ = [
     "CardinalityViolationError",
     "CommitConflictError",
+    "HealthReport",
     "Lakehouse",
+    "MaintenanceResult",
     "MergeBuilder",
     "OperationResult",
     "RowOpsError",

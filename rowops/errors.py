@@ -318,6 +318,18 @@ class MissingFileError(SparkJobError):
     )
 
 
+class SnapshotExpiredError(RowOpsError):
+    """The snapshot a read needs was expired (``table.expire_snapshots``): its files were deleted.
+
+    Lake versions (``lake.at``) whose state of a table is an expired snapshot can no longer read it.
+    """
+
+    help = (
+        "Read a newer snapshot or lake version (table.snapshots(), lake.history()); expire_snapshots "
+        "keeps the current snapshot, every tagged one and the newest retain_last ones."
+    )
+
+
 class CorruptLakeError(RowOpsError):
     """The lakehouse log or table metadata is unreadable or inconsistent."""
 

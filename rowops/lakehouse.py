@@ -17,6 +17,7 @@ from rowops.catalog.history import LakeCommit, changes_back_to, describe
 from rowops.catalog.log import LakeVersion, VersionTaken
 from rowops.catalog.object_store import S3Storage
 from rowops.catalog.register import register_table
+from rowops.catalog.retention import check_not_expired
 from rowops.catalog.storage import Storage, sync_files
 from rowops.catalog.tables import TableCatalog, new_snapshot_id
 from rowops.catalog.transactions import DEFAULT_ISOLATION, LakeTransaction
@@ -182,10 +183,12 @@ class Lakehouse:
         """Make every table as it was at lake ``version``, as a new version (history is kept).
 
         Returns the new lake version. Tables created after ``version`` are dropped, tables dropped
-        since are restored.
+        since are restored. A table whose state at ``version`` was expired raises
+        ``SnapshotExpiredError`` (nothing is changed).
         """
         target = self.at(version=version).lake_version
         log = self.catalog.log
+        check_not_expired(self.catalog, changes_back_to(log.latest(), target))
         record = {"id": str(uuid.uuid4()), "isolation": "rollback", "target-version": version}
         while True:
             latest = log.latest()

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
 from pyiceberg.io import FileIO
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 
-from rowops import operations
+from rowops import maintenance_ops, operations
 from rowops.catalog.tables import LoadedTable, TableScope
 from rowops.errors import InvalidInputError
 from rowops.exec.scan import scan
@@ -25,7 +27,7 @@ from rowops.spec.operations import (
     key_condition,
     normalize_assignments,
 )
-from rowops.spec.results import OperationResult
+from rowops.spec.results import HealthReport, MaintenanceResult, OperationResult
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -151,6 +153,66 @@ class Table:
     def delete(self, where: str | None = None, strategy: str = "auto") -> OperationResult:
         """DELETE the rows matching ``where`` (all rows when None)."""
         return operations.run(self, DeleteSpec(optional_sql(where, "where=")), None, strategy)
+
+    # -- maintenance (rowops/maintenance_ops.py; each a normal commit that never changes the rows) ------
+    @checked_call
+    def compact_position_deletes(self) -> MaintenanceResult:
+        """Minor compaction: merge the position-delete files of each data file into one (no data rewrite)."""
+        started = time.perf_counter()
+        return maintenance_ops.run(
+            maintenance_ops.prepare_compact_position_deletes(self), "compact_position_deletes", started
+        )
+
+    @checked_call
+    def convert_equality_deletes(self) -> MaintenanceResult:
+        """Replace every equality-delete file by position deletes of the rows it removes."""
+        started = time.perf_counter()
+        return maintenance_ops.run(
+            maintenance_ops.prepare_convert_equality_deletes(self), "convert_equality_deletes", started
+        )
+
+    @checked_call
+    def compact(
+        self, where: str | None = None, max_bytes: int | None = None, target_file_size: int | None = None
+    ) -> MaintenanceResult:
+        """Major compaction: rewrite data files with their deletes applied, bin-packed to the target file
+        size and in the table's sort order; delete files that no longer apply are dropped.
+
+        Args:
+            where: a partition filter over partition source columns (``"region = 'eu'"``).
+            max_bytes: the bytes of data files one run may rewrite (most indebted partitions first).
+            target_file_size: bytes per written file (default: ``write.target-file-size-bytes``, 128 MiB).
+        """
+        started = time.perf_counter()
+        prepared = maintenance_ops.prepare_compact(self, where, max_bytes, target_file_size)
+        return maintenance_ops.run(prepared, "compact", started)
+
+    @checked_call
+    def expire_snapshots(
+        self, older_than: datetime | timedelta | None = None, retain_last: int = 1
+    ) -> MaintenanceResult:
+        """Remove old snapshots and delete the files only they referenced.
+
+        Never the current snapshot, a ref's (tag or branch) or the newest ``retain_last`` of main.
+        Lake versions whose state of this table is an expired snapshot can no longer read it
+        (``SnapshotExpiredError``).
+
+        Args:
+            older_than: only snapshots committed before this time (a datetime) or age (a timedelta);
+                None: any age.
+            retain_last: the newest snapshots of the main branch always kept (>= 1).
+        """
+        return maintenance_ops.expire_snapshots(self, older_than, retain_last)
+
+    @checked_call
+    def remove_orphans(self, older_than: timedelta = timedelta(days=3)) -> MaintenanceResult:
+        """Delete files under the table's ``data/`` and ``metadata/`` that no lake version references and
+        that are older than ``older_than`` (younger ones may belong to a commit in flight)."""
+        return maintenance_ops.remove_orphans(self, older_than)
+
+    def health(self) -> HealthReport:
+        """The table's maintenance debt (delete files, deleted rows, small files, read overhead) and advice."""
+        return maintenance_ops.health(self)
 
     def set_properties(self, **properties: str) -> None:
         """Set Iceberg table properties, e.g. ``rowops.read-weight``, ``rowops.strategy``,

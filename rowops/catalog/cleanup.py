@@ -21,6 +21,7 @@ from datetime import timedelta
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import ManifestFile
 from pyiceberg.serializers import FromInputFile
+from pyiceberg.table.snapshots import Snapshot
 
 from rowops.catalog.log import TableEntry
 from rowops.meta.fileio import StoredFile, list_files, remove_empty_dir
@@ -53,7 +54,7 @@ def referenced_files(io: FileIO, entries: Iterable[TableEntry]) -> set[str]:
         snapshots.update({s.manifest_list: s for s in meta.snapshots})
     found |= {normalize_path(p) for p in snapshots}
     with ThreadPoolExecutor(max_workers=8) as pool:
-        lists = list(pool.map(lambda s: s.manifests(io), snapshots.values()))
+        lists = list(pool.map(_manifests(io), snapshots.values()))
     manifests = {m.manifest_path: m for listed in lists for m in listed}
     found |= {normalize_path(p) for p in manifests}
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -62,9 +63,26 @@ def referenced_files(io: FileIO, entries: Iterable[TableEntry]) -> set[str]:
     return found
 
 
+def _manifests(io: FileIO) -> Callable[[Snapshot], list[ManifestFile]]:
+    """A snapshot's manifests; none when ``expire_snapshots`` deleted its manifest list (the files it
+    alone referenced are gone too; those it shares are reached through the retained snapshots)."""
+
+    def manifests(snapshot: Snapshot) -> list[ManifestFile]:
+        try:
+            return snapshot.manifests(io)
+        except FileNotFoundError:
+            return []
+
+    return manifests
+
+
 def _entry_paths(io: FileIO) -> Callable[[ManifestFile], list[str]]:
     def paths(manifest: ManifestFile) -> list[str]:
-        return [e.data_file.file_path for e in manifest.fetch_manifest_entry(io, discard_deleted=False)]
+        try:
+            entries = manifest.fetch_manifest_entry(io, discard_deleted=False)
+        except FileNotFoundError:  # an expired snapshot's manifest (see _manifests)
+            return []
+        return [e.data_file.file_path for e in entries]
 
     return paths
 

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from pyiceberg.io import FileIO
 from pyiceberg.serializers import FromInputFile, ToOutputFile
 from pyiceberg.table.metadata import TableMetadata
-from pyiceberg.table.update import SetPropertiesUpdate, update_table_metadata
+from pyiceberg.table.update import RemoveSnapshotsUpdate, SetPropertiesUpdate, update_table_metadata
 
 from rowops import faults
 from rowops.catalog.log import LakeLog, LakeVersion, TableEntry, VersionTaken
@@ -252,6 +252,21 @@ class TableCatalog:
             return update_table_metadata(cur.metadata, (update,), metadata_location=cur.metadata_location), []
 
         return self._swap(base, produce, {"operation": "set-properties"})
+
+    def remove_snapshots(
+        self, base: LoadedTable, choose: Callable[[TableMetadata], list[int]]
+    ) -> tuple[LoadedTable, list[int]]:
+        """Remove the snapshots ``choose`` picks on the newest table state (expiry); a metadata-only
+        commit that rebases by choosing again. Returns the committed table and the ids removed."""
+        removed: list[int] = []
+
+        def produce(cur: LoadedTable) -> tuple[TableMetadata, list[str]]:
+            removed[:] = choose(cur.metadata)
+            update = RemoveSnapshotsUpdate(snapshot_ids=list(removed))
+            return update_table_metadata(cur.metadata, (update,), metadata_location=cur.metadata_location), []
+
+        committed = self._swap(base, produce, {"operation": "expire-snapshots"})
+        return committed, removed
 
     # -- internals ---------------------------------------------------------------------------
     def _swap(

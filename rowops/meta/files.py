@@ -22,6 +22,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
+from rowops.errors import SnapshotExpiredError
 from rowops.meta.fileio import read_footer
 from rowops.meta.paths import normalize_path, to_uri
 
@@ -167,9 +168,17 @@ def live_files(metadata: TableMetadata, io: FileIO, snapshot_id: int | None = No
     )
     if snapshot is None:
         return TableFiles(None, 0, (), (), (), ())
-    manifests = tuple(snapshot.manifests(io))
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        entry_lists = list(pool.map(lambda m: m.fetch_manifest_entry(io, discard_deleted=True), manifests))
+    try:
+        manifests = tuple(snapshot.manifests(io))
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            entry_lists = list(
+                pool.map(lambda m: m.fetch_manifest_entry(io, discard_deleted=True), manifests)
+            )
+    except FileNotFoundError:
+        raise SnapshotExpiredError(
+            f"Snapshot {snapshot.snapshot_id} of the table at {metadata.location} was expired: its manifest "
+            "list or manifests are gone (deleted by table.expire_snapshots, or removed by hand)"
+        ) from None
     files = [_live(e, metadata) for entries in entry_lists for e in entries]
     return TableFiles(
         snapshot_id=snapshot.snapshot_id,

@@ -1,0 +1,7 @@
+"""Table maintenance, the pure parts: which files to compact, bin packing, budgets, which delete files
+merge or dangle, which snapshots expire, and the health (debt) report.
+
+Everything here is a function of table metadata (``TableFiles``, ``TableMetadata``): no Spark, no I/O.
+The Spark rewrites live in ``rowops/exec/maintenance.py``, the commits and file removals in
+``rowops/maintenance_ops.py`` and ``rowops/catalog/retention.py``; ``Table`` exposes them.
+"""

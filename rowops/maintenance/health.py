@@ -1,0 +1,98 @@
+"""The health (debt) report of a table and the maintenance it advises, from metadata only.
+
+The read overhead is the planner's own model (``plan/cost.py``, as ``plan/debt.py`` uses it): per
+data file the anti-joins with its live deletes and the opens of its delete files, plus the open of
+every file small enough that merging it pays (when its partition has another file to merge it
+with); computed through ``DeleteIndex`` (linear).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pyiceberg.table.metadata import TableMetadata
+
+from rowops.maintenance.compaction import is_small, target_file_size
+from rowops.maintenance.index import DeleteIndex, partition_key
+from rowops.meta.files import TableFiles
+from rowops.plan.cost import FILE_OPEN_BYTES, read_overhead, worth_merging
+from rowops.spec.results import HealthReport
+
+# advice thresholds
+DELETED_SHARE_TO_COMPACT = 0.10  # rewrite once a tenth of the rows are deleted ones
+OVERHEAD_RATIO_TO_COMPACT = 0.25  # or once reads pay a quarter more than the data's own scan
+SNAPSHOTS_TO_EXPIRE = 100  # snapshots kept before expiring is advised
+
+
+def health_report(
+    name: str, metadata: TableMetadata, files: TableFiles, read_weight: float = 1.0
+) -> HealthReport:
+    """The debt of the snapshot ``files`` describes and the maintenance calls that would reduce it."""
+    index = DeleteIndex.of(files)
+    target = target_file_size(metadata)
+    per_file = [index.deletes_on(f) for f in files.data]
+    data_bytes = sum(f.size for f in files.data)
+    records = sum(f.record_count for f in files.data)
+    deleted = sum(d.record_count for d in files.deletes)
+    overhead = sum(
+        read_overhead(f.size, bool(index.position_deletes_of(f)), index.equality_deletes_on(f) > 0)
+        for f in files.data
+    )
+    per_partition = Counter(partition_key(f) for f in files.data)
+    mergeable = [f for f in files.data if per_partition[partition_key(f)] > 1]
+    overhead += FILE_OPEN_BYTES * (
+        len(files.equality_deletes) + sum(worth_merging(f.size, read_weight) for f in mergeable)
+    )
+    small = sum(1 for f in files.data if is_small(f, target) and per_partition[partition_key(f)] > 1)
+    report = HealthReport(
+        table=name,
+        snapshot_id=files.snapshot_id,
+        snapshots=len(metadata.snapshots),
+        data_files=len(files.data),
+        data_bytes=data_bytes,
+        records=records,
+        position_delete_files=len(files.position_deletes),
+        equality_delete_files=len(files.equality_deletes),
+        delete_files_per_data_file=sum(per_file) / len(per_file) if per_file else 0.0,
+        max_delete_files_per_data_file=max(per_file, default=0),
+        deleted_rows_share=min(deleted / records, 1.0) if records else 0.0,
+        equality_delete_generations=len({d.seq for d in files.equality_deletes}),
+        small_files=small,
+        target_file_size=target,
+        read_overhead_bytes=overhead,
+        read_overhead_ratio=overhead / data_bytes if data_bytes else 0.0,
+    )
+    return HealthReport(**{**report.__dict__, "advice": advice(report, index, files)})
+
+
+def advice(report: HealthReport, index: DeleteIndex, files: TableFiles) -> list[str]:
+    """The maintenance calls worth running, most effective first, each with its reason.
+
+    >>> from rowops.spec.results import HealthReport
+    >>> empty = TableFiles(None, 0, (), (), (), ())
+    >>> advice(HealthReport("t", None, 0, 0, 0, 0, 0, 0, 0.0, 0, 0.0, 0, 0, 1, 0.0, 0.0), DeleteIndex.of(empty), empty)
+    []
+    """
+    out = []
+    if (
+        report.deleted_rows_share >= DELETED_SHARE_TO_COMPACT
+        or report.small_files >= 2
+        or (report.read_overhead_ratio >= OVERHEAD_RATIO_TO_COMPACT and report.data_files)
+    ):
+        out.append(
+            f"compact(): {report.deleted_rows_share:.0%} of the rows are deleted, {report.small_files} small "
+            f"files, reads pay {report.read_overhead_ratio:.0%} extra"
+        )
+    if report.equality_delete_files:
+        out.append(
+            f"convert_equality_deletes(): {report.equality_delete_files} equality-delete files from "
+            f"{report.equality_delete_generations} commits are joined by every read"
+        )
+    stacked = sum(1 for f in files.data if len(index.position_deletes_of(f)) > 1)
+    if stacked:
+        out.append(
+            f"compact_position_deletes(): {stacked} data files have more than one position-delete file"
+        )
+    if report.snapshots > SNAPSHOTS_TO_EXPIRE:
+        out.append(f"expire_snapshots(): {report.snapshots} snapshots are kept")
+    return out
