@@ -250,7 +250,9 @@ def _sort_order(table: Table) -> str:
     if order is None or not order.fields:
         return "unsorted"
     names = [table.schema.find_column_name(f.source_id) for f in order.fields]
-    return ", ".join(f"{n} {f.direction.name} {f.null_order.name}" for n, f in zip(names, order.fields, strict=True))
+    return ", ".join(
+        f"{n} {f.direction.name} {f.null_order.name}" for n, f in zip(names, order.fields, strict=True)
+    )
 
 
 def _describe_lines(doc: dict[str, Any]) -> list[str]:

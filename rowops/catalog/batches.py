@@ -8,10 +8,11 @@ below ``_rowops/batches/`` only makes the question "was this batch committed?" c
     _rowops/batches/<sha(app)[:16]>/_indexed          hint: every batch of ``app`` in versions <= N is indexed
     _rowops/batches/<sha(app)[:16]>/<sha(batch)>.json {"version": V} (put-if-absent, verified against V)
 
-:meth:`BatchIndex.find` first indexes the versions after the hint (the versions committed since the
-pipeline's last run, by anyone), then reads one index entry and the version it names. A run therefore
-reads the log versions since the previous run of its pipeline once, never the whole history; a lost
-index write (a crash right after the commit) only means the next run reads a few more versions.
+:meth:`BatchIndex.find` reads the versions after the hint (committed since the pipeline's last
+successful run, by anyone), then one index entry and the version it names; it writes nothing, so a
+failed or skipped run leaves the lake as it was. :meth:`BatchIndex.record` (after a commit) indexes and
+moves the hint. A run therefore never reads the whole history; a lost index write (a crash right after
+the commit) only means the next run reads a few more versions.
 """
 
 from __future__ import annotations
@@ -65,12 +66,12 @@ class BatchIndex:
             return 0
 
     def find(self, app: str, batch: str, upto: LakeVersion) -> int | None:
-        """The lake version ≤ ``upto`` that committed ``batch`` of ``app``, or None.
+        """The lake version ≤ ``upto`` that committed ``batch`` of ``app``, or None (writes nothing).
 
-        Reads the versions after the index hint (and indexes the batches of ``app`` found there), then
-        one index entry and the version it names.
+        Reads the versions after the index hint (committed since the pipeline's last successful run),
+        then one index entry and the version it names.
         """
-        found = self.catch_up(app, upto.version)
+        found = self.catch_up(app, upto.version, write=False)
         if batch in found:
             return found[batch]
         return self._lookup(app, batch, upto.version)
@@ -84,11 +85,11 @@ class BatchIndex:
             return None
         return version if committed_batch(self.log.read(version)) == batch_record(app, batch) else None
 
-    def catch_up(self, app: str, upto: int) -> dict[str, int]:
-        """Index every batch of ``app`` committed in versions after the hint up to ``upto``.
+    def catch_up(self, app: str, upto: int, write: bool = True) -> dict[str, int]:
+        """The batches of ``app`` committed in versions after the hint up to ``upto`` (batch → version).
 
-        Returns the batches found there (batch id → version). Index writes are best effort: when one
-        fails the hint stays where it was, so the next run reads those versions again.
+        With ``write``, indexes them and moves the hint to ``upto``. Index writes are best effort:
+        when one fails the hint stays where it was, so the next run reads those versions again.
         """
         start = self.indexed_up_to(app) + 1
         found: dict[str, int] = {}
@@ -96,7 +97,7 @@ class BatchIndex:
             record = committed_batch(version)
             if record is not None and record["app"] == app:
                 found.setdefault(record["id"], version.version)
-        if start <= upto:
+        if write and start <= upto:
             with contextlib.suppress(OSError):
                 for batch, version_number in found.items():
                     self._put_entry(app, batch, version_number)

@@ -37,6 +37,8 @@ def read_files(spark: SparkSession, fmt: str, path: str, options: Mapping[str, s
     except AnalysisException as exc:
         first = str(exc).strip().splitlines()[0][:300]
         raise PipelineSourceError(f"source {path} ({fmt}) cannot be read: {first}") from None
+    except Exception as exc:  # e.g. a Parquet footer that does not parse (schema inference reads them)
+        raise _unreadable(spark, exc, source_files(path), fmt) from None
 
 
 def require_columns(df: DataFrame, columns: Sequence[str], what: str) -> None:

@@ -103,10 +103,12 @@ class RunMetrics:
             spent = time.perf_counter() - started
             self.phases_s[name] = round(self.phases_s.get(name, 0.0) + spent, 3)
 
-    def totals(self) -> dict[str, int]:
+    def totals(self) -> dict[str, int | None]:
+        """Sums over the targets; a row count is None when an encoding could not know it."""
         keys = ["rows_inserted", "rows_updated", "rows_deleted", "data_files_added", "data_files_removed"]
         keys += ["delete_files_added", "delete_files_removed"]
-        return {k: sum(int(getattr(t, k) or 0) for t in self.targets) for k in keys}
+        values = {k: [getattr(t, k) for t in self.targets] for k in keys}
+        return {k: None if None in v else sum(v) for k, v in values.items()}
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -145,11 +145,11 @@ def merge_builder(
     A change applies to a matched row only when its ordering value is not older than the row's (when
     the table stores the ordering column); a delete of a key the table does not hold does nothing.
     """
-    values = {c: f"s.{_q(c)}" for c in _target_columns(table)}
     builder = table.merge(rows, on=list(target.keys))
     cdc = config.source.cdc
-    if cdc is None:
-        return builder.when_matched().update(values).when_not_matched().insert(values)
+    if cdc is None:  # the rows are exactly the table's columns: a blind upsert (any encoding)
+        return builder.when_matched().update_all().when_not_matched().insert_all()
+    values = {c: f"s.{_q(c)}" for c in _target_columns(table)}
     op = f"s.{changefeed.OP_COLUMN}"
     newer = f" AND s.{_q(cdc.order_by)} >= t.{_q(cdc.order_by)}" if cdc.order_by in values else ""
     return (
