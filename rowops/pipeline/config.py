@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from rowops.errors import PipelineConfigError
+from rowops.pipeline.metrics import DEBT_FIELDS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -231,9 +232,9 @@ def _maintenance(where: str, data: object) -> MaintenanceConfig:
     allowed = ("mode", "thresholds", "actions", "expire_older_than_hours", "retain_last")
     s = _Section(where, "[maintenance]", data, allowed)
     values = {}
-    for key, value in s.get(
-        "thresholds", dict, default={}
-    ).items():  # names are checked against the health report when it runs
+    for key, value in s.get("thresholds", dict, default={}).items():
+        if key not in DEBT_FIELDS:
+            s.fail(f"unknown key [maintenance.thresholds].{key}; allowed keys: {', '.join(DEBT_FIELDS)}")
         if isinstance(value, bool) or not isinstance(value, int | float):
             s.fail(f"[maintenance.thresholds].{key} must be a number, got {_kind(value)}")
         values[str(key)] = float(value)

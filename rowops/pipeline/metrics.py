@@ -27,6 +27,17 @@ from rowops.plan.cost import worth_merging
 from rowops.plan.debt import read_debt
 from rowops.spec.results import OperationResult
 
+DEBT_FIELDS = (
+    "data_files",
+    "delete_files",
+    "position_delete_files",
+    "equality_delete_files",
+    "deleted_rows",
+    "small_files",
+    "delete_generations",
+    "read_overhead_bytes",
+    "read_overhead_ratio",
+)
 _STRATEGY_LINE = re.compile(r"^strategy: (\S+) \(requested (\S+): (.*)\)$", re.MULTILINE)
 
 

@@ -28,13 +28,13 @@ from rowops.exec.source import release
 from rowops.lakehouse import Lakehouse
 from rowops.meta.fileio import s3a_conf
 from rowops.pipeline.config import PipelineConfig, TargetConfig
-from rowops.pipeline.maintenance import apply_policy, check_thresholds
+from rowops.pipeline.maintenance import apply_policy
 from rowops.pipeline.metrics import RunMetrics, TargetMetrics, debt_summary
 from rowops.table import MergeBuilder, Table
 from rowops.transaction import Transaction
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger("rowops.pipeline")
 Progress = Callable[[str], None]
@@ -44,18 +44,33 @@ def _quiet(_: str) -> None:
     """The default progress callback: say nothing."""
 
 
+class PipelineLake(Lakehouse):
+    """A lakehouse whose Spark session, created on first use, carries the pipeline's ``[spark]`` settings.
+
+    Nothing starts Spark before it is needed: a run whose batch was committed before never does.
+    """
+
+    spark_conf: dict[str, str]
+
+    @property
+    def spark(self) -> SparkSession:
+        if self._spark is None:
+            self._spark = create_session(hadoop_conf={**s3a_conf(self.storage_options), **self.spark_conf})
+        return self._spark
+
+
 def lake_for(
     config: PipelineConfig, lake: str | None = None, storage_options: dict[str, str] | None = None
 ) -> Lakehouse:
-    """Open the pipeline's lake (``lake`` argument, else ``ROWOPS_LAKE``, else the config's) with its Spark settings."""
+    """Open the pipeline's lake (``lake`` argument, else ``ROWOPS_LAKE``, else the config's)."""
     location = lake or os.environ.get("ROWOPS_LAKE") or config.lake
     if not location:
         raise PipelineConfigError(
             f"{config.path}: no lake: set [pipeline].lake, pass --lake or set ROWOPS_LAKE",
         )
-    options = {**config.storage_options, **(storage_options or {})}
-    spark = create_session(hadoop_conf={**s3a_conf(options), **config.spark})
-    return Lakehouse(location, spark=spark, storage_options=options)
+    opened = PipelineLake(location, storage_options={**config.storage_options, **(storage_options or {})})
+    opened.spark_conf = dict(config.spark)
+    return opened
 
 
 def batch_of(config: PipelineConfig, batch_id: str | None) -> str:
@@ -196,7 +211,6 @@ def run(
             tx.rollback()
             return _skipped(metrics, done, "committed before")
         tables = {t.table: lake.table(t.table) for t in config.targets}
-        check_thresholds(tables, config.maintenance)
         metrics.debt_before = {name: _debt(t) for name, t in tables.items()}
         with metrics.phase("read"):
             progress("reading the batch")
@@ -225,7 +239,7 @@ def run(
     index.record(config.id, batch, version)
     metrics.debt_after = {name: _debt(t) for name, t in tables.items()}
     with metrics.phase("maintenance"):
-        metrics.maintenance = apply_policy(tables, config.maintenance, progress)
+        metrics.maintenance = apply_policy(tables, metrics.debt_after, config.maintenance, progress)
     if any(step.get("mode") == "run" for step in metrics.maintenance):
         metrics.debt_after = {name: _debt(t) for name, t in tables.items()}
     for line in metrics.log_lines():
