@@ -60,7 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     if "db.store_sales" not in lake.catalog.log.latest():
         print(f"creating db.store_sales from {source_dir}", flush=True)
         lake.create_table(
-            "db.store_sales", store_sales, partition_by=[f"bucket(16, {TICKET})"], identifier=list(KEY_COLUMNS)
+            "db.store_sales",
+            store_sales,
+            partition_by=[f"bucket(16, {TICKET})"],
+            identifier=list(KEY_COLUMNS),
         )
     batches = ["batch-0001", "batch-0002"]
     for number, batch in enumerate(batches, start=1):

@@ -99,6 +99,8 @@ def test_pipeline_commands_in_processes(lake: rowops.Lakehouse, tmp_path: Path) 
     entries = json.loads(history.stdout)
     assert [e["batch"] for e in entries] == [None, "cli/b1"]
     assert list(entries[-1]["tables"]) == ["db.t"]
+    rows = (entries[-1]["rows_inserted"], entries[-1]["rows_updated"], entries[-1]["rows_deleted"])
+    assert rows == (1, 1, 1)  # the MERGE's counts reach the lake history
 
     text = rowops_cli("describe", "db.t", lake=root)
     assert text.returncode == 0, text.stderr
