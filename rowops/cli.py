@@ -14,11 +14,12 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from rowops.catalog.history import LakeCommit
 from rowops.errors import CommitConflictError, InvalidInputError, NoSuchTableError, RowOpsError
@@ -63,13 +64,23 @@ class Context:
                 self.out.print(line, highlight=False, markup=False)
 
     @contextmanager
-    def progress(self) -> Iterator[Callable[[str], None]]:
-        """A callback for step names: a spinner on a terminal, log lines otherwise."""
-        if self.err.is_terminal and not self.as_json:
-            with self.err.status("starting") as status:
-                yield lambda step: status.update(f"[bold]{step}")
+    def progress(self, steps: int = 1) -> Iterator[Callable[[str], None]]:
+        """A callback for step names: a rich progress bar on a terminal, log lines otherwise."""
+        if not (self.err.is_terminal and not self.as_json):
+            yield lambda step: log.info(step)
             return
-        yield lambda step: log.info(step)
+        columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=self.err, transient=True) as bar:
+            task = bar.add_task("starting", total=steps)
+            started = False
+
+            def advance(step: str) -> None:
+                nonlocal started
+                bar.update(task, description=step, advance=1 if started else 0)
+                started = True
+
+            yield advance
+            bar.update(task, completed=steps)
 
 
 def parse_duration(text: str) -> timedelta:
@@ -158,7 +169,7 @@ def pipeline_run(
     def action(state: Context) -> None:
         parsed = load_config(config)
         lake = runner.lake_for(parsed, state.lake_location, state.storage_options)
-        with state.progress() as progress:
+        with state.progress(runner.steps(parsed)) as progress:
             metrics = runner.run(lake, parsed, batch_id, progress)
         state.emit(metrics.to_dict(), metrics.log_lines)
 
@@ -278,11 +289,20 @@ def describe(ctx: typer.Context, table: Annotated[str, typer.Argument(help="name
     _guarded(ctx, action)
 
 
+def _time(millis: int) -> str:
+    """A commit time as UTC ``YYYY-mm-dd HH:MM:SS``.
+
+    >>> _time(0)
+    '1970-01-01 00:00:00'
+    """
+    return datetime.fromtimestamp(millis / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
 def _commit_line(c: LakeCommit) -> str:
     tables = "; ".join(f"{name}: {', '.join(ops)}" for name, ops in c.tables.items())
     batch = f" batch {c.batch}" if c.batch else ""
     rows = f"+{c.rows_inserted} ~{c.rows_updated} -{c.rows_deleted}"
-    return f"v{c.version} {c.timestamp_ms} {c.isolation}{batch} [{tables}] rows {rows}"
+    return f"v{c.version} {_time(c.timestamp_ms)} {c.isolation}{batch} [{tables}] rows {rows}"
 
 
 @app.command("history")
@@ -316,7 +336,7 @@ def _snapshot_line(snapshot: dict[str, Any]) -> str:
         "rowops.rows-deleted",
     )
     shown = " ".join(f"{k.removeprefix('rowops.')}={summary[k]}" for k in keep if k in summary)
-    return f"{snapshot['snapshot_id']} seq {snapshot['sequence_number']} {snapshot['timestamp_ms']} {shown}"
+    return f"{snapshot['snapshot_id']} seq {snapshot['sequence_number']} {_time(snapshot['timestamp_ms'])} {shown}"
 
 
 # -- maintenance -----------------------------------------------------------------------------------

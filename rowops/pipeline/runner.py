@@ -192,6 +192,15 @@ def _transaction(lake: Lakehouse) -> Iterator[Transaction]:
         raise
 
 
+def steps(config: PipelineConfig) -> int:
+    """How many steps a run reports to its progress callback (check, read, targets, commit, maintenance)."""
+    return (
+        3
+        + len(config.targets)
+        + (len(config.targets) * len(config.maintenance.actions) if config.maintenance.mode == "run" else 0)
+    )
+
+
 # -- a run ------------------------------------------------------------------------------------------
 def run(
     lake: Lakehouse,
