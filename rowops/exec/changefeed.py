@@ -63,13 +63,14 @@ def map_columns(df: DataFrame, columns: Mapping[str, str]) -> DataFrame:
     return mapped
 
 
-def filter_rows(df: DataFrame, where: str) -> DataFrame:
-    """The rows matching a target's ``where`` (Spark SQL over the source's columns)."""
+def filter_rows(df: DataFrame, where: str, field: str = "[[targets]].where") -> DataFrame:
+    """The rows matching a ``where`` of the config (Spark SQL over the source's columns)."""
     try:
         filtered = df.where(F.expr(where))
         _ = filtered.schema
     except Exception as exc:
-        raise PipelineSourceError(f"[[targets]].where {where!r} does not resolve: {exc}") from None
+        first = str(exc).strip().splitlines()[0][:300]
+        raise PipelineSourceError(f"{field} {where!r} does not resolve: {first}") from None
     return filtered
 
 

@@ -80,10 +80,15 @@ class SourceConfig:
     table: str | None = None
     options: Mapping[str, str] = field(default_factory=dict)
     cdc: CdcConfig | None = None
+    where: str | None = None
 
     def path_for(self, batch_id: str) -> str | None:
         """The directory of one batch (``{batch_id}`` in ``path`` is replaced)."""
         return None if self.path is None else self.path.replace("{batch_id}", batch_id)
+
+    def where_for(self, batch_id: str) -> str | None:
+        """The batch's filter on the source (``{batch_id}`` in ``where`` is replaced), e.g. of a table."""
+        return None if self.where is None else self.where.replace("{batch_id}", batch_id)
 
 
 @dataclass(frozen=True)
@@ -200,7 +205,7 @@ def _cdc(where: str, data: object) -> CdcConfig:
 
 
 def _source(where: str, data: object) -> SourceConfig:
-    s = _Section(where, "[source]", data, ("format", "path", "table", "options", "cdc"))
+    s = _Section(where, "[source]", data, ("format", "path", "table", "options", "cdc", "where"))
     fmt = s.get("format", str, required=True)
     if fmt not in SOURCE_FORMATS:
         s.fail(f"[source].format must be one of {', '.join(SOURCE_FORMATS)}, got {fmt!r}")
@@ -210,7 +215,7 @@ def _source(where: str, data: object) -> SourceConfig:
     if fmt != "table" and (path is None or table is not None):
         s.fail(f'[source] with format = "{fmt}" needs path = "<directory>" (and no table)')
     cdc = _cdc(where, s.data["cdc"]) if "cdc" in s.data else None
-    return SourceConfig(fmt, path, table, s.mapping("options"), cdc)
+    return SourceConfig(fmt, path, table, s.mapping("options"), cdc, s.get("where", str))
 
 
 def _target(where: str, index: int, data: object) -> TargetConfig:

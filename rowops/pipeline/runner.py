@@ -120,6 +120,9 @@ def check_target(table: Table, target: TargetConfig, columns: Sequence[str]) -> 
 def prepare(lake: Lakehouse, config: PipelineConfig, batch_id: str, metrics: RunMetrics) -> DataFrame:
     """The batch evaluated once: mapped, checked, reduced to one change per key when it is a change feed."""
     raw, files = read_source(lake, config, batch_id)
+    where = config.source.where_for(batch_id)
+    if where:
+        raw = changefeed.filter_rows(raw, where, "[source].where")
     cdc = config.source.cdc
     if cdc is not None:
         changefeed.require_columns(raw, [cdc.op_column, cdc.order_by], "[source.cdc]")

@@ -206,3 +206,19 @@ def test_bad_sources_are_named_and_nothing_is_written(lake: rowops.Lakehouse, tm
             assert needle in str(caught.value), str(caught.value)
         assert "\nHelp: " in str(caught.value)
     assert fingerprint(lake) == before
+
+
+def test_a_table_source_filtered_by_batch(lake: rowops.Lakehouse) -> None:
+    table = _table(lake)
+    staging = [("b1", "U", 1, "a", 1), ("b1", "I", 30, "n", 1), ("b2", "D", 3, None, 1)]
+    lake.create_table("db.staging", lake.spark.createDataFrame(staging, "batch string, " + EVENTS))
+    config = parse_config(
+        '[pipeline]\nid = "staged"\n[source]\nformat = "table"\ntable = "db.staging"\n'
+        "where = \"batch = '{batch_id}'\"\n"
+        '[source.cdc]\nop_column = "op"\norder_by = "seq"\n[[targets]]\ntable = "db.t"\nkeys = ["id"]\n',
+        "staged.toml",
+    )
+    metrics = runner.run(lake, config, "b1")
+    assert (metrics.rows_read, metrics.changes) == (2, {"update": 1, "insert": 1})
+    rows = _rows(table)
+    assert rows[1] == ("a", 1) and rows[30] == ("n", 1) and 3 in rows  # b2's delete is not part of b1

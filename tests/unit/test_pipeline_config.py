@@ -63,7 +63,12 @@ def test_a_full_config_parses_into_frozen_dataclasses() -> None:
         "header": "true",
         "inferSchema": "true",
     }
-    assert config.source.path_for("b7") == "landing/b7"
+    assert config.source.path_for("b7") == "landing/b7" and config.source.where_for("b7") is None
+    table = parse_config(
+        '[pipeline]\nid = "t"\n[source]\nformat = "table"\ntable = "db.staging"\nwhere = "batch = \'{batch_id}\'"\n'
+        '[[targets]]\ntable = "db.t"\nkeys = ["k"]\n'
+    )
+    assert table.source.where_for("b7") == "batch = 'b7'" and table.source.path_for("b7") is None
     assert config.source.cdc is not None
     assert config.source.cdc.code_map() == {"c": "insert", "u": "update", "r": "update", "d": "delete"}
     first, second = config.targets
