@@ -21,7 +21,7 @@ CONNECT_ENV := PYTHONPATH=$(CURDIR) ROWOPS_CONNECT_SERVER_PYTHON=$(abspath $(PY4
 SPARK4_SUBSET ?= tests/spark/test_compat.py tests/spark/test_behaviour.py
 SPARK4_K ?= compat or position-delete
 
-.PHONY: install install4 install-connect run test test-s3 test-spark4 test-connect test-slow test-crash test-cluster test-all lint bench bench-log bench-conflicts clean
+.PHONY: install install4 install-connect run pipeline-demo test test-s3 test-spark4 test-connect test-slow test-crash test-cluster test-all lint bench bench-log bench-conflicts clean
 
 install: $(STAMP)
 
@@ -55,6 +55,11 @@ $(STAMPC): pyproject.toml
 
 run: install
 	$(PY) -m spark_jobs.upsert_demo --lake lake --sf 0.1
+
+# the example pipeline (conf/store_sales_pipeline.toml) over TPC-DS store_sales change batches: batch 1,
+# batch 1 again (a no-op), batch 2, then describe and history (README.md, "Scheduled pipelines")
+pipeline-demo: install
+	$(PY) -m spark_jobs.pipeline_demo --lake lake-pipeline --sf 0.1
 
 lint: install
 	$(VENV)/bin/ruff check rowops tests tpcds spark_jobs tools
@@ -109,4 +114,4 @@ bench-conflicts: install
 	$(PY) -m tpcds.false_aborts --ops 11 --races 2 --out tpcds/results
 
 clean:
-	rm -rf lake spark-warehouse .pytest_cache .mypy_cache .ruff_cache
+	rm -rf lake lake-pipeline data/pipeline spark-warehouse .pytest_cache .mypy_cache .ruff_cache

@@ -364,3 +364,25 @@ class UnsupportedTableFormatError(InvalidInputError):
         "Upgrade the table to format version 2 first (e.g. Spark: ALTER TABLE t SET TBLPROPERTIES "
         "('format-version'='2'); PyIceberg: table.transaction().upgrade_table_version(2)). Nothing was changed."
     )
+
+
+class PipelineConfigError(InvalidInputError):
+    """A pipeline configuration file is missing, unparseable, or has an unknown or ill-typed field."""
+
+    help = "Fix the named field of the pipeline's TOML file (see 'Scheduled pipelines' in README.md)."
+
+
+class PipelineSourceError(InvalidInputError):
+    """A pipeline's source cannot be used: unreadable file, missing column, unknown operation code."""
+
+    help = "Fix the named source file or column, or the pipeline config; nothing was written."
+
+
+class BatchAlreadyCommittedError(RowOpsError):
+    """Another run committed the same (pipeline, batch) while this one ran; this one committed nothing."""
+
+    help = "Nothing more to do: the batch is applied exactly once. Run the next batch."
+
+    def __init__(self, message: str, version: int, help: str | None = None) -> None:
+        self.version = version
+        super().__init__(message, help)

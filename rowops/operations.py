@@ -417,7 +417,11 @@ def _delta(written: Written, planned: Planned, counts: dict[str, int | None]) ->
         extra_summary={
             "rowops.strategy": planned.decision.strategy,
             "rowops.operation": type(spec).__name__.removesuffix("Spec").lower(),
-            **{f"rowops.rows-{kind}d": str(n) for kind, n in counts.items() if n is not None},
+            **{
+                f"rowops.rows-{kind.removesuffix('e')}ed": str(n)
+                for kind, n in counts.items()
+                if n is not None
+            },
         },
     )
 

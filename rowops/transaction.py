@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from rowops import functions
+from rowops.catalog.batches import batch_record
 from rowops.catalog.transactions import DEFAULT_ISOLATION, LakeTransaction
 from rowops.errors import InvalidArgumentError
 from rowops.spec.identifiers import TableIdentifier
@@ -151,6 +152,15 @@ class Transaction:
     def drop_table(self, name: str) -> None:
         """Drop a table when this transaction commits."""
         self._tx.drop(TableIdentifier.parse(name))
+
+    def mark_batch(self, app: str, batch: str) -> None:
+        """Record that this transaction applies ``batch`` of pipeline ``app`` (``rowops.pipeline``).
+
+        The pair is written into the lake version's transaction record, atomically with the tables;
+        the commit fails with ``BatchAlreadyCommittedError`` (nothing committed) when a version
+        committed after this transaction began carries the same pair.
+        """
+        self._tx.batch = batch_record(app, batch)
 
     # -- ending ----------------------------------------------------------------------------------
     def commit(self) -> int | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rowops.catalog.batches import committed_batch
 from rowops.catalog.log import LakeVersion, TableEntry
 
 
@@ -18,6 +19,7 @@ class LakeCommit:
         transaction_id: the transaction that produced it.
         isolation: the isolation level of that transaction (``single-statement`` outside transactions).
         tables: table → operations applied to it in this version.
+        batch: ``pipeline/batch`` when a pipeline run committed this version (``rowops.pipeline``).
         rows_inserted / rows_updated / rows_deleted: rows changed, summed over the tables.
     """
 
@@ -29,6 +31,7 @@ class LakeCommit:
     rows_inserted: int = 0
     rows_updated: int = 0
     rows_deleted: int = 0
+    batch: str | None = None
 
 
 def describe(version: LakeVersion) -> LakeCommit:
@@ -50,6 +53,7 @@ def describe(version: LakeVersion) -> LakeCommit:
         rows_inserted=rows["inserted"],
         rows_updated=rows["updated"],
         rows_deleted=rows["deleted"],
+        batch=f"{batch['app']}/{batch['id']}" if (batch := committed_batch(version)) else None,
     )
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from pyiceberg.table.metadata import TableMetadata
 
 from rowops import faults
+from rowops.catalog.batches import same_batch_between
 from rowops.catalog.log import LakeVersion, TableEntry
 from rowops.catalog.steps import (
     DeltaStep,
@@ -50,6 +51,7 @@ from rowops.catalog.tables import (
 )
 from rowops.commit.row_delta import RowDelta, apply
 from rowops.errors import (
+    BatchAlreadyCommittedError,
     CommitConflictError,
     ConflictKind,
     InvalidInputError,
@@ -127,6 +129,10 @@ class LakeTransaction:
         self.listeners: list[CommitListener] = []
         self.replays = 0
         self._garbage: list[str] = []
+        self.batch: dict[str, str] | None = (
+            None  # a pipeline batch committed exactly once (catalog/batches.py)
+        )
+        self._batch_checked = self.pinned.version
 
     # -- reading ---------------------------------------------------------------------------------
     def load(self, ident: TableIdentifier) -> LoadedTable:
@@ -279,6 +285,7 @@ class LakeTransaction:
             if attempt:
                 time.sleep(random.uniform(0, min(0.002 * 2**attempt, 0.25)))  # back off under contention
             self._validate_reads(latest)
+            self._check_batch(latest)
             changes = {w.name: self._prepare(w, latest, attempts) for w in changed}
             faults.check("before-commit")
             version = attempts.commit(self.catalog.log, latest, changes, self._record(changed))
@@ -374,6 +381,20 @@ class LakeTransaction:
                 reason = "a table this serializable transaction read was changed after it began"
                 raise self._conflict(name, latest, ConflictKind.READ_CHANGED, reason)
 
+    def _check_batch(self, latest: LakeVersion) -> None:
+        """A pipeline batch: no version committed since the last check may carry the same batch."""
+        if self.batch is None or latest.version <= self._batch_checked:
+            return
+        done = same_batch_between(self.catalog.log, self.batch, self._batch_checked, latest.version)
+        self._batch_checked = latest.version
+        if done is not None:
+            raise BatchAlreadyCommittedError(
+                f"Batch {self.batch['id']!r} of pipeline {self.batch['app']!r} was committed by transaction "
+                f"{done.transaction.get('id')} (lake version {done.version}) while transaction {self.id} ran; "
+                "nothing of this one was committed",
+                version=done.version,
+            )
+
     def _conflict(
         self,
         name: str,
@@ -417,13 +438,16 @@ class LakeTransaction:
             operations = [operation] if operation else []
             operations += [_operation(step) for step in work.steps]
             commits.append({"table": work.name, "operations": operations, **_rows(work.steps)})
-        return {
+        record: dict[str, Any] = {
             "id": self.id,
             "isolation": self.isolation,
             "begin-version": self.pinned.version,
             "reads": sorted(self.reads),
             "commits": commits,
         }
+        if self.batch is not None:
+            record["batch"] = dict(self.batch)
+        return record
 
     def _discard_staged(self) -> None:
         for listener in self.listeners:

@@ -1,0 +1,5 @@
+"""``python -m rowops``: the ``rowops`` command line (``rowops/cli.py``)."""
+
+from rowops.cli import main
+
+main()

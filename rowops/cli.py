@@ -1,0 +1,400 @@
+"""The ``rowops`` command line: pipelines, table inspection and maintenance (a thin layer on the facade).
+
+Exit codes (``EXIT_*``): 0 success (also a skipped, already committed batch), 2 bad config or input
+(also usage errors), 75 a retryable commit conflict (``EX_TEMPFAIL``: run it again), 1 any other
+failure. ``--json`` prints one JSON document on stdout (errors too); progress goes to stderr: a rich
+spinner on a terminal, plain log lines otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from rowops.catalog.history import LakeCommit
+from rowops.errors import CommitConflictError, InvalidInputError, NoSuchTableError, RowOpsError
+from rowops.lakehouse import Lakehouse
+from rowops.pipeline import load_config, runner
+from rowops.pipeline.metrics import debt_summary
+from rowops.table import Table
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_BAD_INPUT = 2
+EXIT_RETRY = 75  # EX_TEMPFAIL (sysexits.h): a conflict; the same command can succeed when run again
+
+app = typer.Typer(help="rowops: row-level operations, pipelines and maintenance on Iceberg tables.")
+pipeline_app = typer.Typer(help="Scheduled upsert pipelines (TOML configs).")
+app.add_typer(pipeline_app, name="pipeline")
+log = logging.getLogger("rowops.cli")
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+T = TypeVar("T")
+
+
+class Context:
+    """Global options, shared by every command."""
+
+    def __init__(self, lake: str | None, options: dict[str, str], as_json: bool) -> None:
+        self.lake_location, self.storage_options, self.as_json = lake, options, as_json
+        self.out = Console(soft_wrap=True)
+        self.err = Console(stderr=True, soft_wrap=True)
+
+    def lake(self) -> Lakehouse:
+        if not self.lake_location:
+            raise InvalidInputError("no lake given", help="Pass --lake PATH_OR_URI or set ROWOPS_LAKE.")
+        return Lakehouse(self.lake_location, storage_options=self.storage_options)
+
+    def emit(self, document: Any, text: Callable[[], list[str]]) -> None:
+        """The command's result: JSON with ``--json``, else text lines."""
+        if self.as_json:
+            print(json.dumps(document, indent=2, default=str, sort_keys=True))
+        else:
+            for line in text():
+                self.out.print(line, highlight=False, markup=False)
+
+    @contextmanager
+    def progress(self, steps: int = 1) -> Iterator[Callable[[str], None]]:
+        """A callback for step names: a rich progress bar on a terminal, log lines otherwise."""
+        if not (self.err.is_terminal and not self.as_json):
+            yield lambda step: log.info(step)
+            return
+        columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=self.err, transient=True) as bar:
+            task = bar.add_task("starting", total=steps)
+            started = False
+
+            def advance(step: str) -> None:
+                nonlocal started
+                bar.update(task, description=step, advance=1 if started else 0)
+                started = True
+
+            yield advance
+            bar.update(task, completed=steps)
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90s``, ``30m``, ``12h``, ``7d``, ``2w`` as a timedelta.
+
+    >>> parse_duration("7d"), parse_duration("1.5h")
+    (datetime.timedelta(days=7), datetime.timedelta(seconds=5400))
+    """
+    match = _DURATION.match(text.strip())
+    if not match:
+        raise typer.BadParameter(f"{text!r} is not a duration like 90s, 30m, 12h, 7d or 2w")
+    return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+
+
+def _options(values: list[str]) -> dict[str, str]:
+    out = {}
+    for value in values:
+        key, sep, item = value.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(
+                f"--storage-option {value!r} must be KEY=VALUE (e.g. s3.endpoint=http://...)"
+            )
+        out[key] = item
+    return out
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code of an error: 2 bad input, 75 retryable conflict, 1 anything else."""
+    if isinstance(exc, CommitConflictError):
+        return EXIT_RETRY if exc.retry_safe else EXIT_FAILURE
+    if isinstance(exc, InvalidInputError | NoSuchTableError):
+        return EXIT_BAD_INPUT
+    return EXIT_FAILURE
+
+
+def _guarded(ctx: typer.Context, action: Callable[[Context], T]) -> T:
+    """Run a command; rowops errors become a message (or JSON) and their exit code."""
+    state: Context = ctx.obj
+    try:
+        return action(state)
+    except RowOpsError as exc:
+        code = exit_code(exc)
+        if state.as_json:
+            error = {"status": "failed", "error": type(exc).__name__, "message": str(exc), "exit_code": code}
+            print(json.dumps(error, indent=2, sort_keys=True))
+        state.err.print(f"error: {exc}", highlight=False, markup=False)
+        raise typer.Exit(code) from None
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    lake: Annotated[
+        str | None,
+        typer.Option("--lake", envvar="ROWOPS_LAKE", help="Lake root: a directory or s3://bucket/prefix."),
+    ] = None,
+    storage_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--storage-option", "-o", help="Storage option KEY=VALUE (pyiceberg FileIO names); repeatable."
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document (for schedulers).")
+    ] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress lines to stderr.")] = False,
+) -> None:
+    """Global options."""
+    logging.basicConfig(
+        level=logging.INFO if verbose or not sys.stderr.isatty() else logging.WARNING,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
+    ctx.obj = Context(lake, _options(storage_option or []), as_json)
+
+
+# -- pipelines -------------------------------------------------------------------------------------
+@pipeline_app.command("run")
+def pipeline_run(
+    ctx: typer.Context,
+    config: Annotated[str, typer.Argument(help="The pipeline's TOML file.")],
+    batch_id: Annotated[str | None, typer.Option("--batch-id", help="Overrides [pipeline].batch_id.")] = None,
+) -> None:
+    """Run one batch (a batch committed before is skipped: exit code 0)."""
+
+    def action(state: Context) -> None:
+        parsed = load_config(config)
+        lake = runner.lake_for(parsed, state.lake_location, state.storage_options)
+        with state.progress(runner.steps(parsed)) as progress:
+            metrics = runner.run(lake, parsed, batch_id, progress)
+        state.emit(metrics.to_dict(), metrics.log_lines)
+
+    _guarded(ctx, action)
+
+
+@pipeline_app.command("validate")
+def pipeline_validate(
+    ctx: typer.Context,
+    config: Annotated[str, typer.Argument(help="The pipeline's TOML file.")],
+    batch_id: Annotated[str | None, typer.Option("--batch-id")] = None,
+) -> None:
+    """Check the config, the batch's source (schema, operation codes) and the targets; writes nothing."""
+
+    def action(state: Context) -> None:
+        parsed = load_config(config)
+        lake = runner.lake_for(parsed, state.lake_location, state.storage_options)
+        metrics = runner.validate(lake, parsed, batch_id)
+        state.emit(metrics.to_dict(), lambda: [f"{config}: valid", *metrics.log_lines()[1:]])
+
+    _guarded(ctx, action)
+
+
+@app.command("explain")
+def explain(
+    ctx: typer.Context,
+    config: Annotated[str, typer.Argument(help="The pipeline's TOML file.")],
+    batch_id: Annotated[str | None, typer.Option("--batch-id")] = None,
+) -> None:
+    """The plan of each target's MERGE for a batch (strategy and why, files, join); writes nothing."""
+
+    def action(state: Context) -> None:
+        parsed = load_config(config)
+        lake = runner.lake_for(parsed, state.lake_location, state.storage_options)
+        plans = runner.explain(lake, parsed, batch_id)
+        state.emit(plans, lambda: [f"-- {name}\n{plan}" for name, plan in plans.items()])
+
+    _guarded(ctx, action)
+
+
+# -- inspection ------------------------------------------------------------------------------------
+@app.command("tables")
+def tables(ctx: typer.Context) -> None:
+    """Every table of the lake, with its current snapshot."""
+
+    def action(state: Context) -> None:
+        lake = state.lake()
+        latest = lake.catalog.log.latest()
+        names = latest.names()
+        state.emit({"lake_version": latest.version, "tables": names}, lambda: names)
+
+    _guarded(ctx, action)
+
+
+def describe_table(table: Table) -> dict[str, Any]:
+    """Schema, partitioning, sort order, files and debt of a table (metadata only)."""
+    metadata = table.metadata
+    schema = table.schema
+    files = table.files()
+    read_weight = float(metadata.properties.get("rowops.read-weight", "1"))
+    return {
+        "table": table.name,
+        "metadata_location": table.metadata_location,
+        "current_snapshot_id": metadata.current_snapshot_id,
+        "schema": [
+            {"id": f.field_id, "name": f.name, "type": str(f.field_type), "required": f.required}
+            for f in schema.fields
+        ],
+        "identifier": [schema.find_column_name(i) for i in schema.identifier_field_ids],
+        "partitioning": [
+            f"{f.transform}({schema.find_column_name(f.source_id)})" for f in metadata.spec().fields
+        ],
+        "sort_order": _sort_order(table),
+        "files": {
+            "data": len(files.data),
+            "data_bytes": sum(f.size for f in files.data),
+            "rows": sum(f.record_count for f in files.data),
+            "position_deletes": len(files.position_deletes),
+            "equality_deletes": len(files.equality_deletes),
+        },
+        "debt": debt_summary(files, read_weight),
+        "properties": dict(metadata.properties),
+    }
+
+
+def _sort_order(table: Table) -> str:
+    metadata = table.metadata
+    order = metadata.sort_order_by_id(metadata.default_sort_order_id)
+    if order is None or not order.fields:
+        return "unsorted"
+    names = [table.schema.find_column_name(f.source_id) for f in order.fields]
+    return ", ".join(
+        f"{n} {f.direction.name} {f.null_order.name}" for n, f in zip(names, order.fields, strict=True)
+    )
+
+
+def _describe_lines(doc: dict[str, Any]) -> list[str]:
+    lines = [f"table {doc['table']} (snapshot {doc['current_snapshot_id']})", "schema:"]
+    for f in doc["schema"]:
+        lines.append(f"  {f['id']:>3} {f['name']}: {f['type']}{' NOT NULL' if f['required'] else ''}")
+    lines.append(f"identifier: {', '.join(doc['identifier']) or '-'}")
+    lines.append(f"partitioning: {', '.join(doc['partitioning']) or 'unpartitioned'}")
+    lines.append(f"sort order: {doc['sort_order']}")
+    lines.append("files: " + ", ".join(f"{k} {v:,}" for k, v in doc["files"].items()))
+    lines.append("debt: " + ", ".join(f"{k} {v:,}" for k, v in doc["debt"].items()))
+    return lines
+
+
+@app.command("describe")
+def describe(ctx: typer.Context, table: Annotated[str, typer.Argument(help="namespace.table")]) -> None:
+    """Schema, partitioning, sort order, files and read debt of a table."""
+
+    def action(state: Context) -> None:
+        doc = describe_table(state.lake().table(table))
+        state.emit(doc, lambda: _describe_lines(doc))
+
+    _guarded(ctx, action)
+
+
+def _time(millis: int) -> str:
+    """A commit time as UTC ``YYYY-mm-dd HH:MM:SS``.
+
+    >>> _time(0)
+    '1970-01-01 00:00:00'
+    """
+    return datetime.fromtimestamp(millis / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _commit_line(c: LakeCommit) -> str:
+    tables = "; ".join(f"{name}: {', '.join(ops)}" for name, ops in c.tables.items())
+    batch = f" batch {c.batch}" if c.batch else ""
+    rows = f"+{c.rows_inserted} ~{c.rows_updated} -{c.rows_deleted}"
+    return f"v{c.version} {_time(c.timestamp_ms)} {c.isolation}{batch} [{tables}] rows {rows}"
+
+
+@app.command("history")
+def history(
+    ctx: typer.Context,
+    table: Annotated[
+        str | None, typer.Argument(help="A table: its snapshots; none: the lake's versions.")
+    ] = None,
+) -> None:
+    """Lake versions (transactions, tables, rows, pipeline batches), or a table's snapshots with metrics."""
+
+    def action(state: Context) -> None:
+        lake = state.lake()
+        if table is None:
+            commits = lake.history()
+            state.emit([c.__dict__ for c in commits], lambda: [_commit_line(c) for c in commits])
+            return
+        snapshots = lake.table(table).snapshots()
+        state.emit(snapshots, lambda: [_snapshot_line(s) for s in snapshots])
+
+    _guarded(ctx, action)
+
+
+def _snapshot_line(snapshot: dict[str, Any]) -> str:
+    summary = snapshot["summary"]
+    keep = (
+        "operation",
+        "rowops.strategy",
+        "rowops.rows-inserted",
+        "rowops.rows-updated",
+        "rowops.rows-deleted",
+    )
+    shown = " ".join(f"{k.removeprefix('rowops.')}={summary[k]}" for k in keep if k in summary)
+    return f"{snapshot['snapshot_id']} seq {snapshot['sequence_number']} {_time(snapshot['timestamp_ms'])} {shown}"
+
+
+# -- maintenance -----------------------------------------------------------------------------------
+def _maintain(ctx: typer.Context, table: str, call: Callable[[Any], Any]) -> None:
+    def action(state: Context) -> None:
+        handle = state.lake().table(table)
+        with state.progress() as progress:
+            progress(f"maintaining {table}")
+            result = call(handle)
+        doc = {"table": table, **result.to_dict()}
+        state.emit(doc, lambda: [f"{table}: " + ", ".join(f"{k}={v}" for k, v in result.to_dict().items())])
+
+    _guarded(ctx, action)
+
+
+@app.command("compact")
+def compact(
+    ctx: typer.Context,
+    table: Annotated[str, typer.Argument(help="namespace.table")],
+    where: Annotated[str | None, typer.Option(help="Only files of partitions matching this filter.")] = None,
+    max_bytes: Annotated[int | None, typer.Option(help="Budget: data bytes rewritten at most.")] = None,
+    target_file_size: Annotated[int | None, typer.Option(help="Bytes per output file.")] = None,
+) -> None:
+    """Rewrite data files with their deletes applied, bin-packed and sorted (rows unchanged)."""
+    _maintain(
+        ctx, table, lambda t: t.compact(where=where, max_bytes=max_bytes, target_file_size=target_file_size)
+    )
+
+
+@app.command("expire-snapshots")
+def expire_snapshots(
+    ctx: typer.Context,
+    table: Annotated[str, typer.Argument(help="namespace.table")],
+    older_than: Annotated[
+        str | None, typer.Option(help="Age like 7d, 12h (default: keep only retain-last).")
+    ] = None,
+    retain_last: Annotated[int, typer.Option(help="Snapshots always kept.")] = 1,
+) -> None:
+    """Expire old snapshots (never the current one, nor one a tag needs)."""
+    age = parse_duration(older_than) if older_than else None
+    _maintain(ctx, table, lambda t: t.expire_snapshots(older_than=age, retain_last=retain_last))
+
+
+@app.command("remove-orphans")
+def remove_orphans(
+    ctx: typer.Context,
+    table: Annotated[str, typer.Argument(help="namespace.table")],
+    older_than: Annotated[str, typer.Option(help="Safety age of removed files.")] = "3d",
+) -> None:
+    """Remove files of the table that no snapshot references (older than the safety age)."""
+    age = parse_duration(older_than)
+    _maintain(ctx, table, lambda t: t.remove_orphans(older_than=age))
+
+
+def main() -> None:
+    """The console script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,301 @@
+"""Running one batch of a pipeline: exactly once, all targets in one lake transaction, measured.
+
+::
+
+    check: was (pipeline id, batch id) committed? (catalog/batches.py index) ── yes ─► skipped
+    read:  source → columns mapped → change feed reduced (one change per key) → evaluated once
+    merge: each target MERGEd inside one transaction (late changes never overwrite newer rows)
+    commit: one lake version with every target and the batch record ── same batch won meanwhile ─► skipped
+    maintenance: each target's health vs the thresholds → run or advise
+
+Any failure before the commit rolls the transaction back: no table changes, nothing is recorded, and
+the same batch can simply run again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from rowops.catalog.batches import BatchIndex
+from rowops.errors import BatchAlreadyCommittedError, PipelineConfigError, PipelineSourceError
+from rowops.exec import changefeed
+from rowops.exec.session import create_session
+from rowops.exec.source import release
+from rowops.lakehouse import Lakehouse
+from rowops.meta.fileio import s3a_conf
+from rowops.pipeline.config import PipelineConfig, TargetConfig
+from rowops.pipeline.maintenance import apply_policy
+from rowops.pipeline.metrics import RunMetrics, TargetMetrics, debt_summary
+from rowops.table import MergeBuilder, Table
+from rowops.transaction import Transaction
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger("rowops.pipeline")
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    """The default progress callback: say nothing."""
+
+
+class PipelineLake(Lakehouse):
+    """A lakehouse whose Spark session, created on first use, carries the pipeline's ``[spark]`` settings.
+
+    Nothing starts Spark before it is needed: a run whose batch was committed before never does.
+    """
+
+    spark_conf: dict[str, str]
+
+    @property
+    def spark(self) -> SparkSession:
+        if self._spark is None:
+            self._spark = create_session(hadoop_conf={**s3a_conf(self.storage_options), **self.spark_conf})
+        return self._spark
+
+
+def lake_for(
+    config: PipelineConfig, lake: str | None = None, storage_options: dict[str, str] | None = None
+) -> Lakehouse:
+    """Open the pipeline's lake (``lake`` argument, else ``ROWOPS_LAKE``, else the config's)."""
+    location = lake or os.environ.get("ROWOPS_LAKE") or config.lake
+    if not location:
+        raise PipelineConfigError(
+            f"{config.path}: no lake: set [pipeline].lake, pass --lake or set ROWOPS_LAKE",
+        )
+    opened = PipelineLake(location, storage_options={**config.storage_options, **(storage_options or {})})
+    opened.spark_conf = dict(config.spark)
+    return opened
+
+
+def batch_of(config: PipelineConfig, batch_id: str | None) -> str:
+    """The batch id of a run: the argument, else the config's ``batch_id``."""
+    chosen = batch_id or config.batch_id
+    if not chosen:
+        raise PipelineConfigError(f"{config.path}: no batch id: set [pipeline].batch_id or pass --batch-id")
+    return chosen
+
+
+# -- the source ---------------------------------------------------------------------------------------
+def read_source(lake: Lakehouse, config: PipelineConfig, batch_id: str) -> tuple[DataFrame, list[str]]:
+    """The batch's raw rows and (for a local directory) its files, to name an unreadable one."""
+    source = config.source
+    if source.format == "table":
+        assert source.table is not None
+        return lake.table(source.table).to_df(), []
+    path = source.path_for(batch_id)
+    assert path is not None
+    return changefeed.read_files(lake.spark, source.format, path, source.options), changefeed.source_files(
+        path
+    )
+
+
+def _target_columns(table: Table) -> list[str]:
+    return [f.name for f in table.schema.fields]
+
+
+def check_target(table: Table, target: TargetConfig, columns: Sequence[str]) -> None:
+    """Keys and every column of the target are available in the (mapped) source."""
+    names = _target_columns(table)
+    for key in target.keys:
+        if key not in names:
+            raise PipelineConfigError(
+                f"[[targets]] {target.table}: key {key!r} is not a column of the table ({', '.join(names)})"
+            )
+    for name in names:
+        if name not in columns:
+            raise PipelineSourceError(
+                f"the source has no column {name!r} for table {target.table} (source columns: "
+                f"{', '.join(columns)})",
+                help=f'Add it to the source or map it: columns = {{ {name} = "<Spark SQL expression>" }} '
+                "in the target's [[targets]] entry; nothing was written.",
+            )
+
+
+def prepare(lake: Lakehouse, config: PipelineConfig, batch_id: str, metrics: RunMetrics) -> DataFrame:
+    """The batch evaluated once: mapped, checked, reduced to one change per key when it is a change feed."""
+    raw, files = read_source(lake, config, batch_id)
+    where = config.source.where_for(batch_id)
+    if where:
+        raw = changefeed.filter_rows(raw, where, "[source].where")
+    cdc = config.source.cdc
+    if cdc is not None:
+        changefeed.require_columns(raw, [cdc.op_column, cdc.order_by], "[source.cdc]")
+        codes = cdc.code_map()
+        _, metrics.rows_read, per_code = changefeed.evaluate(
+            raw, cdc.op_column, codes, files, config.source.format
+        )
+        for code, count in per_code.items():
+            metrics.changes[codes[code]] = metrics.changes.get(codes[code], 0) + count
+    evaluated, count = changefeed.materialize(raw, files, config.source.format)
+    if cdc is None:
+        metrics.rows_read = count
+    return evaluated
+
+
+def target_rows(df: DataFrame, table: Table, target: TargetConfig, config: PipelineConfig) -> DataFrame:
+    """One target's rows: mapped, filtered, checked, reduced to the newest change per key."""
+    mapped = changefeed.map_columns(df, target.columns)
+    if target.where:
+        mapped = changefeed.filter_rows(mapped, target.where)
+    check_target(table, target, mapped.columns)
+    cdc = config.source.cdc
+    if cdc is None:
+        return changefeed.select(mapped, _target_columns(table), None)
+    reduced = changefeed.reduce_changes(mapped, target.keys, cdc.op_column, cdc.order_by, cdc.code_map())
+    return changefeed.select(reduced, _target_columns(table), changefeed.OP_COLUMN)
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def merge_builder(
+    table: Table, rows: DataFrame, target: TargetConfig, config: PipelineConfig
+) -> MergeBuilder:
+    """One target's MERGE: an upsert; with a change feed also deletes, and late changes skipped.
+
+    A change applies to a matched row only when its ordering value is not older than the row's (when
+    the table stores the ordering column); a delete of a key the table does not hold does nothing.
+    """
+    builder = table.merge(rows, on=list(target.keys))
+    cdc = config.source.cdc
+    if cdc is None:  # the rows are exactly the table's columns: a blind upsert (any encoding)
+        return builder.when_matched().update_all().when_not_matched().insert_all()
+    values = {c: f"s.{_q(c)}" for c in _target_columns(table)}
+    op = f"s.{changefeed.OP_COLUMN}"
+    newer = f" AND s.{_q(cdc.order_by)} >= t.{_q(cdc.order_by)}" if cdc.order_by in values else ""
+    return (
+        builder.when_matched(f"{op} = 'delete'{newer}")
+        .delete()
+        .when_matched(f"{op} <> 'delete'{newer}")
+        .update(values)
+        .when_not_matched(f"{op} <> 'delete'")
+        .insert(values)
+    )
+
+
+def _debt(table: Table) -> dict[str, float]:
+    read_weight = float(table.metadata.properties.get("rowops.read-weight", "1"))
+    return debt_summary(table.files(), read_weight)
+
+
+@contextmanager
+def _transaction(lake: Lakehouse) -> Iterator[Transaction]:
+    tx = lake.transaction()
+    try:
+        yield tx
+    except BaseException:
+        tx.rollback()
+        raise
+
+
+def steps(config: PipelineConfig) -> int:
+    """How many steps a run reports to its progress callback (check, read, targets, commit, maintenance)."""
+    return (
+        3
+        + len(config.targets)
+        + (len(config.targets) * len(config.maintenance.actions) if config.maintenance.mode == "run" else 0)
+    )
+
+
+# -- a run ------------------------------------------------------------------------------------------
+def run(
+    lake: Lakehouse,
+    config: PipelineConfig,
+    batch_id: str | None = None,
+    progress: Progress = _quiet,
+) -> RunMetrics:
+    """Run one batch; re-running a committed batch does nothing and says so (``status == "skipped"``)."""
+    batch = batch_of(config, batch_id)
+    metrics = RunMetrics(config.id, batch)
+    index = BatchIndex(lake.catalog.log)
+    with _transaction(lake) as tx:
+        with metrics.phase("check"):
+            progress("checking the batch record")
+            done = index.find(config.id, batch, lake.catalog.log.read(tx.begin_version))
+        if done is not None:
+            tx.rollback()
+            return _skipped(metrics, done, "committed before")
+        tables = {t.table: lake.table(t.table) for t in config.targets}
+        metrics.debt_before = {name: _debt(t) for name, t in tables.items()}
+        with metrics.phase("read"):
+            progress("reading the batch")
+            rows = prepare(lake, config, batch, metrics)
+        try:
+            for target in config.targets:
+                with metrics.phase("merge"):
+                    progress(f"merging into {target.table}")
+                    table = tx.table(target.table)
+                    changes = target_rows(rows, table, target, config)
+                    result = merge_builder(table, changes, target, config).execute(target.strategy)
+                metrics.targets.append(TargetMetrics.from_result(target.table, result))
+        finally:
+            release(rows)
+        with metrics.phase("commit"):
+            progress("committing")
+            tx.mark_batch(config.id, batch)
+            try:
+                version = tx.commit()
+            except BatchAlreadyCommittedError as exc:
+                return _skipped(metrics, exc.version, "committed by a concurrent run")
+    if version is None:
+        metrics.status = "empty"
+        return metrics
+    metrics.status, metrics.committed_version = "committed", version
+    index.record(config.id, batch, version)
+    metrics.debt_after = {name: _debt(t) for name, t in tables.items()}
+    with metrics.phase("maintenance"):
+        metrics.maintenance = apply_policy(tables, metrics.debt_after, config.maintenance, progress)
+    if any(step.get("mode") == "run" for step in metrics.maintenance):
+        metrics.debt_after = {name: _debt(t) for name, t in tables.items()}
+    for line in metrics.log_lines():
+        log.info(line)
+    return metrics
+
+
+def _skipped(metrics: RunMetrics, version: int, how: str) -> RunMetrics:
+    metrics.status, metrics.committed_version = "skipped", version
+    metrics.message = f"batch {metrics.batch_id} was {how} (lake version {version}): nothing to do"
+    log.info("pipeline %s: %s", metrics.pipeline, metrics.message)
+    return metrics
+
+
+def validate(lake: Lakehouse, config: PipelineConfig, batch_id: str | None = None) -> RunMetrics:
+    """Check the config, the source (schema, operation codes) and every target without writing anything."""
+    batch = batch_of(config, batch_id)
+    metrics = RunMetrics(config.id, batch, status="validated")
+    with metrics.phase("read"):
+        rows = prepare(lake, config, batch, metrics)
+    try:
+        for target in config.targets:
+            table = lake.table(target.table)
+            target_rows(rows, table, target, config)
+            metrics.debt_before[target.table] = _debt(table)
+    finally:
+        release(rows)
+    done = BatchIndex(lake.catalog.log).find(config.id, batch, lake.catalog.log.latest())
+    if done is not None:
+        metrics.message = f"batch {batch} was committed before (lake version {done}): a run would skip it"
+    return metrics
+
+
+def explain(lake: Lakehouse, config: PipelineConfig, batch_id: str | None = None) -> dict[str, str]:
+    """The plan of each target's MERGE for this batch (nothing is written)."""
+    batch = batch_of(config, batch_id)
+    metrics = RunMetrics(config.id, batch)
+    rows = prepare(lake, config, batch, metrics)
+    plans = {}
+    try:
+        for target in config.targets:
+            table = lake.table(target.table)
+            builder = merge_builder(table, target_rows(rows, table, target, config), target, config)
+            plans[target.table] = builder.explain(target.strategy)
+    finally:
+        release(rows)
+    return plans
