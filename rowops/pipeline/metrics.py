@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -101,6 +101,7 @@ class RunMetrics:
     phases_s: dict[str, float] = field(default_factory=dict)
     debt_before: dict[str, dict[str, float]] = field(default_factory=dict)
     debt_after: dict[str, dict[str, float]] = field(default_factory=dict)
+    debt_after_maintenance: dict[str, dict[str, float]] = field(default_factory=dict)
     maintenance: list[dict[str, Any]] = field(default_factory=list)
     message: str = ""
 
@@ -140,9 +141,15 @@ class RunMetrics:
             )
         for name, before in self.debt_before.items():
             after = self.debt_after.get(name, {})
-            lines.append(f"  debt {name}: {_debt_text(before)} -> {_debt_text(after) if after else '?'}")
+            text = f"  debt {name}: {_debt_text(before)} -> {_debt_text(after) if after else '?'}"
+            if name in self.debt_after_maintenance:
+                text += f" -> after maintenance {_debt_text(self.debt_after_maintenance[name])}"
+            lines.append(text)
         for step in self.maintenance:
-            lines.append(f"  maintenance {step.get('table')}: {step.get('action')} ({step.get('mode')})")
+            done = _maintenance_text(step.get("result"))
+            lines.append(
+                f"  maintenance {step.get('table')}: {step.get('action')} ({step.get('mode')}){done}"
+            )
         phases = ", ".join(f"{k} {v:.2f}s" for k, v in self.phases_s.items())
         lines.append(f"  phases: {phases}")
         return lines
@@ -170,3 +177,20 @@ def debt_summary(files: TableFiles, read_weight: float = 1.0) -> dict[str, float
         "read_overhead_bytes": round(debt.bytes),
         "read_overhead_ratio": round(debt.bytes / data_bytes, 4) if data_bytes else 0.0,
     }
+
+
+def _maintenance_text(result: Mapping[str, Any] | None) -> str:
+    """What a maintenance step did, for the log line ("" when it was only advised).
+
+    >>> _maintenance_text({"snapshot_id": None})
+    ': nothing to do'
+    >>> _maintenance_text({"snapshot_id": 7, "files_read": 32, "files_written": 16, "files_removed": 32})
+    ': 32 files read, 16 written, 32 removed (snapshot 7)'
+    """
+    if result is None:
+        return ""
+    if result.get("snapshot_id") is None and not result.get("files_removed"):
+        return ": nothing to do"
+    counts = f"{result.get('files_read', 0)} files read, {result.get('files_written', 0)} written"
+    snapshot = f" (snapshot {result['snapshot_id']})" if result.get("snapshot_id") is not None else ""
+    return f": {counts}, {result.get('files_removed', 0)} removed{snapshot}"

@@ -253,7 +253,7 @@ def run(
     with metrics.phase("maintenance"):
         metrics.maintenance = apply_policy(tables, metrics.debt_after, config.maintenance, progress)
     if any(step.get("mode") == "run" for step in metrics.maintenance):
-        metrics.debt_after = {name: _debt(t) for name, t in tables.items()}
+        metrics.debt_after_maintenance = {name: _debt(t) for name, t in tables.items()}
     for line in metrics.log_lines():
         log.info(line)
     return metrics
