@@ -207,9 +207,9 @@ def widen_column(metadata: TableMetadata, name: str, new_type: str) -> SchemaCha
     field = metadata.schema().find_field(name)
     target = parse_type(new_type)
     try:
-        if field.field_type == target:
-            raise ResolveError("same type")
         promote(field.field_type, target)
+        if not _is_promotion(field.field_type, target):
+            raise ResolveError(f"{field.field_type} -> {target}")
     except ResolveError:
         raise InvalidSchemaChangeError(
             f"Cannot widen column {name!r} from {field.field_type} to {target}",
@@ -219,6 +219,20 @@ def widen_column(metadata: TableMetadata, name: str, new_type: str) -> SchemaCha
     update = _update(metadata)
     update.update_column(name, field_type=target)
     return _finish(metadata, update, f"widen column {name} to {target}")
+
+
+def _is_promotion(old: IcebergType, new: IcebergType) -> bool:
+    """Iceberg v2's promotions exactly; pyiceberg 0.12's ``promote`` also lets a decimal change its
+    scale (it compares the old scale with itself), which would reinterpret every stored value.
+
+    >>> _is_promotion(DecimalType(10, 2), DecimalType(12, 2)), _is_promotion(DecimalType(10, 2), DecimalType(12, 3))
+    (True, False)
+    """
+    if isinstance(old, DecimalType) and isinstance(new, DecimalType):
+        return new.scale == old.scale and new.precision > old.precision
+    return (isinstance(old, IntegerType) and isinstance(new, LongType)) or (
+        isinstance(old, FloatType) and isinstance(new, DoubleType)
+    )
 
 
 def rename_column(metadata: TableMetadata, old: str, new: str) -> SchemaChange:
