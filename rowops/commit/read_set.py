@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from pyiceberg.conversions import from_bytes
 from pyiceberg.schema import Schema
 from pyiceberg.types import PrimitiveType
 
-from rowops.meta.evolution import decode_bound
 from rowops.meta.files import LiveFile
 from rowops.plan.pruning import Bounds, FileKeys, KeyRanges, may_match
 
@@ -108,5 +108,5 @@ def key_bounds(file: LiveFile, keys: tuple[str, ...], schema: Schema) -> dict[st
         if lo is None or hi is None or not isinstance(column.field_type, PrimitiveType):
             bounds[name] = None
         else:
-            bounds[name] = (decode_bound(column.field_type, lo), decode_bound(column.field_type, hi))
+            bounds[name] = (from_bytes(column.field_type, lo), from_bytes(column.field_type, hi))
     return bounds

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyiceberg.conversions import from_bytes
 from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.types import PrimitiveType
@@ -36,7 +37,6 @@ from pyroaring import BitMap64
 
 from rowops.commit.read_set import ColumnBounds, ReadSet
 from rowops.errors import ConflictKind
-from rowops.meta.evolution import decode_bound
 from rowops.meta.files import FILE_PATH_ID, LiveFile, TableFiles
 from rowops.meta.paths import normalize_path, to_uri
 from rowops.plan.pruning import Bounds
@@ -218,7 +218,7 @@ def _delete_bounds(delete: LiveFile, columns: Mapping[str, int], schema: Schema)
         bounds[name] = None  # unknown; also with NULLs: a NULL key deletes NULL keys, no bound excludes it
         no_nulls = nulls.get(field_id, 1) == 0
         if lo is not None and hi is not None and isinstance(field_type, PrimitiveType) and no_nulls:
-            bounds[name] = (decode_bound(field_type, lo), decode_bound(field_type, hi))
+            bounds[name] = (from_bytes(field_type, lo), from_bytes(field_type, hi))
     return bounds
 
 

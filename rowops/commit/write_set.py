@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pyiceberg.conversions import from_bytes
 from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.types import PrimitiveType
 
 from rowops.commit.row_delta import Conflict, RowDelta
 from rowops.errors import ConflictKind
-from rowops.meta.evolution import decode_bound
 from rowops.meta.files import LiveFile, TableFiles
 
 Bounds = tuple[object, object]
@@ -51,7 +51,7 @@ def _bounds(data_file: DataFile, field_ids: Iterable[int], schema: Schema) -> di
         if lo is None or hi is None or not isinstance(column.field_type, PrimitiveType):
             found[column.name] = None
         else:
-            found[column.name] = (decode_bound(column.field_type, lo), decode_bound(column.field_type, hi))
+            found[column.name] = (from_bytes(column.field_type, lo), from_bytes(column.field_type, hi))
     return found
 
 

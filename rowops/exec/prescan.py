@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
 
+from pyiceberg.conversions import from_bytes
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
@@ -18,7 +19,6 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from rowops.exec.transforms import epoch_value, parse_value, partition_value
-from rowops.meta.evolution import decode_bound
 from rowops.meta.files import LiveFile
 from rowops.plan.pruning import Bounds, FileKeys, KeyRanges
 
@@ -115,10 +115,7 @@ def file_keys(files: Sequence[LiveFile], keys: Sequence[str], schema: Schema) ->
         for field in fields:
             lo, hi = lower.get(field.field_id), upper.get(field.field_id)
             bounds[field.name] = (
-                (
-                    decode_bound(_primitive(field.field_type), lo),
-                    decode_bound(_primitive(field.field_type), hi),
-                )
+                (from_bytes(_primitive(field.field_type), lo), from_bytes(_primitive(field.field_type), hi))
                 if lo is not None and hi is not None
                 else None
             )

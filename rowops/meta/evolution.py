@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyiceberg.conversions import from_bytes
 from pyiceberg.exceptions import ResolveError, ValidationError
 from pyiceberg.io import FileIO
 from pyiceberg.schema import Schema, promote
@@ -328,17 +327,3 @@ def _from_arrow(t: pa.DataType) -> PrimitiveType | None:
     if pa.types.is_decimal(t):
         return DecimalType(t.precision, t.scale)
     return None
-
-
-def decode_bound(field_type: IcebergType, raw: bytes) -> object:
-    """A manifest bound of ``field_type``, also when written by a file of the narrower type before a
-    promotion (4-byte bounds of a long or double column), as Iceberg Java's ``Conversions`` reads them.
-
-    >>> decode_bound(LongType(), (7).to_bytes(4, "little")), decode_bound(LongType(), (7).to_bytes(8, "little"))
-    (7, 7)
-    """
-    if isinstance(field_type, LongType) and len(raw) == 4:
-        return from_bytes(IntegerType(), raw)
-    if isinstance(field_type, DoubleType) and len(raw) == 4:
-        return from_bytes(FloatType(), raw)
-    return from_bytes(field_type, raw)  # type: ignore[arg-type]
