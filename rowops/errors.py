@@ -102,6 +102,13 @@ class NoSuchColumnError(InvalidInputError):
     """A column named by the caller is not part of the table schema."""
 
 
+class InvalidSchemaChangeError(InvalidInputError):
+    """A schema change that Iceberg or the table does not allow: an existing name, a type that is not
+    a promotion, dropping a key, partition or sort column, an unknown type."""
+
+    help = "See README.md, section Schema evolution, for the changes rowops supports."
+
+
 class SchemaMismatchError(RowOpsError):
     """The source data does not match the target table schema."""
 
@@ -187,6 +194,9 @@ class ConflictKind(Enum):
     """A table this serializable transaction read was changed by a transaction committed after it began."""
     TABLE_CREATED = "table-created"
     """A table this transaction creates was created concurrently by another transaction."""
+    SCHEMA_CHANGED = "schema-changed"
+    """The table's schema changed after this operation read it (its files or its schema change were
+    computed for the old schema)."""
 
 
 class CommitConflictError(RowOpsError):

@@ -414,6 +414,7 @@ def _delta(written: Written, planned: Planned, counts: dict[str, int | None]) ->
         read_set=_read_set(planned),
         serializable=isolation_level(metadata.properties) == "serializable",
         blind=planned.decision.strategy == EQUALITY_DELETE,
+        schema_id=metadata.current_schema_id,
         extra_summary={
             "rowops.strategy": planned.decision.strategy,
             "rowops.operation": type(spec).__name__.removesuffix("Spec").lower(),
@@ -466,6 +467,7 @@ def append_delta(df: DataFrame, metadata: TableMetadata, stage: Staging) -> RowD
         Operation.APPEND,
         added_data=added,
         blind=True,
+        schema_id=metadata.current_schema_id,
         extra_summary={
             "rowops.strategy": "append",
             "rowops.operation": "append",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
@@ -16,6 +16,8 @@ from rowops.catalog.tables import LoadedTable, TableScope
 from rowops.errors import InvalidInputError
 from rowops.exec.scan import scan
 from rowops.exec.validation import require_dataframe
+from rowops.meta import evolution
+from rowops.meta.evolution import SchemaChange, schema_of
 from rowops.meta.files import TableFiles, live_files
 from rowops.spec.identifiers import TableIdentifier
 from rowops.spec.inputs import assignment_map, check_properties, checked_call, merge_on, optional_sql
@@ -124,7 +126,7 @@ class Table:
             )
         files = live_files(metadata, self.lake.catalog.io, snapshot_id)
         self.scope.note_read(self.identifier)
-        return scan(self.lake.spark, metadata.schema(), files)
+        return scan(self.lake.spark, schema_of(metadata, snapshot_id), files)
 
     @checked_call
     def append(self, df: DataFrame) -> OperationResult:
@@ -223,6 +225,36 @@ class Table:
         values = {k: str(v) for k, v in properties.items()}
         check_properties(values)
         self.scope.set_properties(self.load(), values)
+
+    # -- schema evolution (one commit each; field ids preserved; see meta/evolution.py) ------------
+    @checked_call
+    def add_columns(self, columns: Mapping[str, str]) -> None:
+        """Add optional columns, e.g. ``{"discount": "decimal(12,2)"}`` (name -> Spark SQL type).
+
+        Rows written before read NULL in them. Raises ``InvalidSchemaChangeError`` for a name the table
+        has (ignoring case) or an unknown type; the table is then unchanged.
+        """
+        self._evolve(lambda m: evolution.add_columns(m, columns))
+
+    @checked_call
+    def widen_column(self, name: str, new_type: str) -> None:
+        """Promote a column's type: int -> bigint, float -> double, decimal(P,S) -> decimal(P2,S) with
+        P2 > P (Iceberg's promotions); old files are read with their type and cast."""
+        self._evolve(lambda m: evolution.widen_column(m, name, new_type))
+
+    @checked_call
+    def rename_column(self, old: str, new: str) -> None:
+        """Rename a column; its field id, and so the values in every file, stay."""
+        self._evolve(lambda m: evolution.rename_column(m, old, new))
+
+    @checked_call
+    def drop_column(self, name: str) -> None:
+        """Drop a column that is not a key (identifier), partition source or sort column."""
+        self._evolve(lambda m: evolution.drop_column(m, name))
+
+    def _evolve(self, change: Callable[[TableMetadata], SchemaChange]) -> None:
+        loaded = self.load()
+        self.scope.evolve_schema(loaded, change(loaded.metadata))
 
     @checked_call
     def rollback_to(self, snapshot_id: int) -> None:

@@ -45,7 +45,7 @@ def assert_readers_agree(
     options = dict(table.lake.storage_options)
     checked = {}
     ours = rowops_rows(table, snapshot_id)
-    names = table.to_df().columns
+    names = table.to_df(snapshot_id=snapshot_id).columns  # a snapshot is read with its own schema
     assert_same_rows(expected, [tuple(r[names.index(c)] for c in columns) for r in ours], columns, "rowops")
     checked["rowops"] = "ok"
     assert_same_rows(expected, read_duckdb(location, snapshot_id, options), columns, "duckdb")

@@ -26,6 +26,7 @@ from pyiceberg.table import Table as IcebergTable
 from pyiceberg.table.refs import MAIN_BRANCH
 from pyiceberg.table.update import (
     AddSnapshotUpdate,
+    AssertCurrentSchemaId,
     AssertRefSnapshotId,
     AssertTableUUID,
     SetPropertiesUpdate,
@@ -44,6 +45,7 @@ from rowops.catalog.tables import (
 )
 from rowops.commit.row_delta import RowDelta, apply, main_branch_update
 from rowops.errors import CommitConflictError, CommitStateUnknownError, ConflictKind, NoSuchTableError
+from rowops.meta.evolution import SchemaChange, schema_changed
 from rowops.meta.files import TableFiles, live_files
 from rowops.spec.identifiers import TableIdentifier
 
@@ -107,6 +109,21 @@ class CatalogScope:
 
         def produce(cur: LoadedTable) -> Change:
             return (AssertTableUUID(uuid=cur.metadata.table_uuid),), (update,), []
+
+        return self._commit(base, produce)
+
+    def evolve_schema(self, base: LoadedTable, change: SchemaChange) -> LoadedTable:
+        """Commit a schema change, required to apply on the schema it was computed on."""
+
+        def produce(cur: LoadedTable) -> Change:
+            reason = change.conflict(cur.metadata)
+            if reason is not None:
+                raise schema_changed(reason, str(base.identifier))
+            requirements = (
+                AssertTableUUID(uuid=cur.metadata.table_uuid),
+                AssertCurrentSchemaId(current_schema_id=change.base_schema_id),
+            )
+            return requirements, change.updates, []
 
         return self._commit(base, produce)
 

@@ -19,6 +19,7 @@ from pyiceberg.table.update import RemoveSnapshotsUpdate, SetPropertiesUpdate, u
 from rowops.commit.row_delta import Conflict, RowDelta, apply, find_conflict, main_branch_update
 from rowops.commit.write_set import find_write_conflict
 from rowops.errors import ConflictKind
+from rowops.meta.evolution import SchemaChange
 from rowops.meta.files import TableFiles, live_files
 
 
@@ -111,6 +112,28 @@ class SnapshotStep:
             )
         update = main_branch_update(self.snapshot_id)
         return update_table_metadata(metadata, (update,), metadata_location=location), []
+
+
+@dataclass(frozen=True)
+class SchemaStep:
+    """A schema change, computed on the schema ``change.base_schema_id``: it rebases over data commits,
+    not over a concurrent schema change."""
+
+    change: SchemaChange
+
+    @property
+    def operation(self) -> str:
+        return self.change.operation
+
+    def replay(
+        self, metadata: TableMetadata, location: str | None, how: Replay
+    ) -> tuple[TableMetadata, list[str]]:
+        reason = self.change.conflict(metadata)
+        if reason is not None:
+            raise StepConflict(
+                Conflict(ConflictKind.SCHEMA_CHANGED, reason, metadata.current_snapshot_id, ())
+            )
+        return self.change.apply(metadata, location), []
 
 
 def replay_all(

@@ -38,6 +38,7 @@ from rowops.errors import (
     TableAlreadyExistsError,
     keep_files,
 )
+from rowops.meta.evolution import SchemaChange
 from rowops.meta.fileio import make_io
 from rowops.meta.files import TableFiles, live_files
 from rowops.meta.paths import join, to_uri
@@ -76,6 +77,8 @@ class TableScope(Protocol):
     ) -> LoadedTable: ...
 
     def set_properties(self, base: LoadedTable, properties: dict[str, str]) -> LoadedTable: ...
+
+    def evolve_schema(self, base: LoadedTable, change: SchemaChange) -> LoadedTable: ...
 
     def set_current_snapshot(self, base: LoadedTable, snapshot_id: int) -> LoadedTable: ...
 
@@ -243,6 +246,17 @@ class TableCatalog:
             return update_table_metadata(cur.metadata, (update,), metadata_location=cur.metadata_location), []
 
         return self._swap(base, produce, {"operation": "set-current-snapshot", "snapshot-id": snapshot_id})
+
+    def evolve_schema(self, base: LoadedTable, change: SchemaChange) -> LoadedTable:
+        """Commit a schema change; it rebases over data commits, not over another schema change."""
+        name = str(base.identifier)
+
+        def produce(cur: LoadedTable) -> tuple[TableMetadata, list[str]]:
+            return change.apply(cur.metadata, cur.metadata_location, name), []
+
+        return self._swap(
+            base, produce, {"operation": change.operation, "schema-id": change.schema.schema_id}
+        )
 
     def set_properties(self, base: LoadedTable, properties: dict[str, str]) -> LoadedTable:
         """Set table properties (a metadata-only commit that rebases trivially)."""
@@ -414,7 +428,7 @@ def raise_on_conflict(
     if conflict is not None:
         raise CommitConflictError(
             f"Commit to {cur.identifier} conflicts with concurrent snapshot {conflict.snapshot_id}: "
-            f"{conflict.reason}: {', '.join(conflict.files[:5])}",
+            f"{conflict.reason}" + (f": {', '.join(conflict.files[:5])}" if conflict.files else ""),
             kind=conflict.kind,
             conflicting_snapshot_id=conflict.snapshot_id,
             conflicting_files=conflict.files,

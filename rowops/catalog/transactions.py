@@ -33,6 +33,7 @@ from rowops.catalog.steps import (
     DeltaStep,
     PropertiesStep,
     Replay,
+    SchemaStep,
     SnapshotStep,
     Step,
     StepConflict,
@@ -60,6 +61,7 @@ from rowops.errors import (
     TransactionClosedError,
     is_cleanable,
 )
+from rowops.meta.evolution import SchemaChange
 from rowops.meta.files import TableFiles
 from rowops.spec.identifiers import TableIdentifier
 
@@ -182,6 +184,9 @@ class LakeTransaction:
 
     def set_properties(self, base: LoadedTable, properties: dict[str, str]) -> LoadedTable:
         return self._step(base.identifier, PropertiesStep(properties))
+
+    def evolve_schema(self, base: LoadedTable, change: SchemaChange) -> LoadedTable:
+        return self._step(base.identifier, SchemaStep(change))
 
     def set_current_snapshot(self, base: LoadedTable, snapshot_id: int) -> LoadedTable:
         seen = self._work(base.identifier).metadata.current_snapshot_id

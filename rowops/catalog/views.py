@@ -6,6 +6,7 @@ from rowops.catalog.log import LakeVersion
 from rowops.catalog.tables import CommitListener, LoadedTable, TableCatalog
 from rowops.commit.row_delta import RowDelta
 from rowops.errors import ReadOnlyError
+from rowops.meta.evolution import SchemaChange
 from rowops.meta.files import TableFiles
 from rowops.spec.identifiers import TableIdentifier
 
@@ -37,6 +38,9 @@ class PinnedView:
         raise self._read_only(base)
 
     def set_current_snapshot(self, base: LoadedTable, snapshot_id: int) -> LoadedTable:
+        raise self._read_only(base)
+
+    def evolve_schema(self, base: LoadedTable, change: SchemaChange) -> LoadedTable:
         raise self._read_only(base)
 
     def _read_only(self, base: LoadedTable) -> ReadOnlyError:

@@ -48,6 +48,8 @@ class RowDelta:
             serializable level; under snapshot isolation only write-write conflicts are checked).
         blind: the operation read nothing (equality deletes, appends): it never conflicts.
         extra_summary: additional snapshot summary properties.
+        schema_id: the table schema the operation was planned on and wrote its files with (None:
+            unknown); committing on a table whose current schema is another one is a conflict.
     """
 
     operation: Operation
@@ -60,6 +62,7 @@ class RowDelta:
     serializable: bool = True
     blind: bool = False
     extra_summary: dict[str, str] = field(default_factory=dict)
+    schema_id: int | None = None
 
     @property
     def touched_data(self) -> frozenset[str]:
@@ -178,12 +181,22 @@ def find_conflict(
         row mapping to the old one, and the rewrite would resurrect the deleted rows;
       * serializable: no concurrent data file that may hold a row of the delta's read set
         (its partition and key ranges; concurrent append).
-    Blind deltas (appends, equality deletes) never conflict: their meaning does not depend on a read.
+      * the table's current schema must be the one the delta was planned on (``schema_id``): files
+        written for an older schema, or an UPDATE of a column since renamed, dropped or re-added,
+        must not land silently (``schema-changed``; this applies to blind deltas too).
+    Blind deltas (appends, equality deletes) never conflict otherwise: their meaning does not depend
+    on a read.
 
     Args:
         row_level: compare rows (True) or stop at files (False); None reads the table property
             ``rowops.conflict-detection`` (``row``, the default, or ``file``) of ``current_meta``.
     """
+    if delta.schema_id is not None and delta.schema_id != current_meta.current_schema_id:
+        reason = (
+            f"the table's schema changed (schema {delta.schema_id} -> {current_meta.current_schema_id}) "
+            "after this operation was planned"
+        )
+        return Conflict(ConflictKind.SCHEMA_CHANGED, reason, current.snapshot_id, ())
     if delta.blind:
         return None
     if row_level is None:

@@ -26,11 +26,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from pyiceberg.schema import Schema
-from pyspark.sql import DataFrame, SparkSession
+from pyiceberg.types import PrimitiveType
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from rowops.exec.types import to_spark_schema
+from rowops.exec.types import FIELD_ID_KEY, to_spark_schema, to_spark_type
 from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, TableFiles
 from rowops.meta.hadoop_uri import qualified_uri
 from rowops.meta.paths import spark_uri
@@ -69,6 +70,44 @@ def _empty(spark: SparkSession, schema: T.StructType) -> DataFrame:
     return spark.createDataFrame([], schema)
 
 
+def read_as_stored(
+    spark: SparkSession, schema: Schema, files: Sequence[LiveFile], extra: Sequence[Column] = ()
+) -> DataFrame:
+    """The columns of ``schema`` (then ``extra``) of ``files``, by field id.
+
+    A widened column is read with the type each file stores it in (Spark's Parquet reader does not
+    promote int to long, float to double or decimals across physical types) and cast: files are read
+    in one group per stored type, the groups united. Columns a file lacks read as NULL; renamed
+    columns are found by their field id.
+    """
+    struct = to_spark_schema(schema)
+    groups: dict[str, list[LiveFile]] = defaultdict(list)
+    for f in files:
+        groups[repr(_narrower(schema, f))].append(f)
+    parts = []
+    for _, group in sorted(groups.items()):
+        stored = dict(_narrower(schema, group[0]))
+        fields = [
+            T.StructField(s.name, to_spark_type(stored[i]), s.nullable, s.metadata) if i in stored else s
+            for s, i in ((s, s.metadata[FIELD_ID_KEY]) for s in struct.fields)
+        ]
+        df = read_parquet(spark, T.StructType(fields), [f.path for f in group])
+        columns = [
+            F.col(f"`{s.name}`").cast(s.dataType).alias(s.name)
+            if s.metadata[FIELD_ID_KEY] in stored
+            else F.col(f"`{s.name}`")
+            for s in struct.fields
+        ]
+        parts.append(df.select(*columns, *extra))
+    return functools.reduce(DataFrame.unionByName, parts)
+
+
+def _narrower(schema: Schema, f: LiveFile) -> list[tuple[int, PrimitiveType]]:
+    """(field id, stored type) of the columns ``f`` stores in another type than ``schema`` reads."""
+    wanted = {field.field_id: field.field_type for field in schema.fields}
+    return [(i, t) for i, t in f.stored if i in wanted and wanted[i] != t]
+
+
 def read_data_files(spark: SparkSession, schema: Schema, files: Sequence[LiveFile]) -> DataFrame:
     """Rows of the given data files with ``_file`` and ``_pos``; no deletes applied."""
     struct = to_spark_schema(schema)
@@ -77,12 +116,8 @@ def read_data_files(spark: SparkSession, schema: Schema, files: Sequence[LiveFil
     )
     if not files:
         return _empty(spark, T.StructType(struct.fields + ids.fields))
-    df = read_parquet(spark, struct, [f.path for f in files])
-    return df.select(
-        *[F.col(f"`{name}`") for name in struct.fieldNames()],
-        F.col("_metadata.file_path").alias(FILE_COL),
-        F.col("_metadata.row_index").alias(POS_COL),
-    )
+    extra = [F.col("_metadata.file_path").alias(FILE_COL), F.col("_metadata.row_index").alias(POS_COL)]
+    return read_as_stored(spark, schema, files, extra)
 
 
 def position_deletes(
@@ -126,18 +161,18 @@ def _delete_keys(
     out = []
     for ids, group in by_ids.items():
         names = [schema.find_column_name(i) or "" for i in ids]
-        struct = to_spark_schema(schema.select(*names))
-        by_seq: dict[tuple[int, int | None], list[str]] = defaultdict(list)
+        keys = schema.select(*names)
+        by_seq: dict[tuple[int, int | None], list[LiveFile]] = defaultdict(list)
         for f in group:
             part = None if partitions is None or f.is_global else partitions.get((f.spec_id, f.partition), -1)
-            by_seq[(f.seq, part)].append(f.path)
+            by_seq[(f.seq, part)].append(f)
         parts = [
-            read_parquet(spark, struct, paths).select(
+            read_as_stored(spark, keys, files).select(
                 *[F.col(f"`{n}`").alias(f"_eq_{i}") for i, n in enumerate(names)],
                 F.lit(seq).alias(_DEL_SEQ),
                 *([F.lit(part).cast("int").alias(_DEL_PART)] if partitions is not None else []),
             )
-            for (seq, part), paths in sorted(by_seq.items(), key=repr)
+            for (seq, part), files in sorted(by_seq.items(), key=lambda kv: repr(kv[0]))
         ]
         required = [schema.find_field(n).required for n in names]
         out.append((names, functools.reduce(DataFrame.unionByName, parts), required))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import (
@@ -20,9 +20,10 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.typedef import Record
-from pyiceberg.types import LongType, NestedField, StringType
+from pyiceberg.types import LongType, NestedField, PrimitiveType, StringType
 
 from rowops.errors import SnapshotExpiredError
+from rowops.meta.evolution import promoted_ids, stored_types
 from rowops.meta.fileio import read_footer
 from rowops.meta.paths import normalize_path, to_uri
 
@@ -46,6 +47,8 @@ class LiveFile:
     spec_id: int
     partition: tuple[object, ...]
     partition_sources: tuple[int, ...] | None = None  # source field ids of its spec's fields (None: unknown)
+    # (field id, type in the file) of the table's widened columns this file has (``meta/evolution.py``)
+    stored: tuple[tuple[int, PrimitiveType], ...] = field(default=(), compare=False)
 
     @property
     def data_file(self) -> DataFile:
@@ -161,6 +164,12 @@ def _live(entry: ManifestEntry, metadata: TableMetadata) -> LiveFile:
     )
 
 
+def _with_stored_types(f: LiveFile, io: FileIO, promoted: frozenset[int]) -> LiveFile:
+    if f.content == DataFileContent.POSITION_DELETES:
+        return f
+    return replace(f, stored=stored_types(io, f.path, promoted))
+
+
 def live_files(metadata: TableMetadata, io: FileIO, snapshot_id: int | None = None) -> TableFiles:
     """List the live files of a snapshot (the current one by default)."""
     snapshot = (
@@ -180,6 +189,10 @@ def live_files(metadata: TableMetadata, io: FileIO, snapshot_id: int | None = No
             "list or manifests are gone (deleted by table.expire_snapshots, or removed by hand)"
         ) from None
     files = [_live(e, metadata) for entries in entry_lists for e in entries]
+    promoted = promoted_ids(metadata)
+    if promoted:  # a widened column: which type does each file store? (footers, cached)
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            files = list(pool.map(lambda f: _with_stored_types(f, io, promoted), files))
     return TableFiles(
         snapshot_id=snapshot.snapshot_id,
         sequence_number=int(snapshot.sequence_number or 0),
