@@ -63,6 +63,11 @@ def map_columns(df: DataFrame, columns: Mapping[str, str]) -> DataFrame:
     return mapped
 
 
+def spark_types(df: DataFrame) -> dict[str, str]:
+    """Each column's Spark SQL type (``bigint``, ``decimal(12,2)``, ...)."""
+    return {f.name: f.dataType.simpleString() for f in df.schema.fields}
+
+
 def filter_rows(df: DataFrame, where: str, field: str = "[[targets]].where") -> DataFrame:
     """The rows matching a ``where`` of the config (Spark SQL over the source's columns)."""
     try:

@@ -40,6 +40,8 @@ else:  # pragma: no cover - Python 3.10
 
 SOURCE_FORMATS = ("parquet", "csv", "json", "table")
 STRATEGIES = ("auto", "copy-on-write", "position-delete", "equality-delete")
+# "add-columns": source columns a target lacks are added to it (optional, in the batch's transaction)
+SCHEMA_EVOLUTION = ("none", "add-columns")
 MAINTENANCE_MODES = ("off", "advise", "run")
 MAINTENANCE_ACTIONS = (
     "compact_position_deletes",
@@ -100,6 +102,7 @@ class TargetConfig:
     columns: Mapping[str, str] = field(default_factory=dict)
     where: str | None = None
     strategy: str = "auto"
+    schema_evolution: str = "none"
 
 
 @dataclass(frozen=True)
@@ -220,7 +223,7 @@ def _source(where: str, data: object) -> SourceConfig:
 
 def _target(where: str, index: int, data: object) -> TargetConfig:
     name = f"[[targets]][{index}]"
-    s = _Section(where, name, data, ("table", "keys", "columns", "where", "strategy"))
+    s = _Section(where, name, data, ("table", "keys", "columns", "where", "strategy", "schema_evolution"))
     keys = s.strings("keys", required=True)
     if not keys:
         s.fail(f"{name}.keys must name at least one key column")
@@ -230,6 +233,7 @@ def _target(where: str, index: int, data: object) -> TargetConfig:
         columns=s.mapping("columns", scalars=False),
         where=s.get("where", str),
         strategy=s.choice("strategy", STRATEGIES, "auto"),
+        schema_evolution=s.choice("schema_evolution", SCHEMA_EVOLUTION, "none"),
     )
 
 

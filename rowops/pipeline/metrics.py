@@ -8,7 +8,7 @@ Pure (no Spark): the runner fills a :class:`RunMetrics`; ``to_dict`` is the ``--
 ...     m.rows_read = 3
 >>> m.status = "committed"
 >>> sorted(m.to_dict())[:4]
-['batch_id', 'changes', 'committed_version', 'debt_after']
+['batch_id', 'changes', 'columns_added', 'committed_version']
 >>> m.log_lines()[0]
 'pipeline orders batch 2024-01-01: committed (lake version None), 3 rows read'
 """
@@ -102,6 +102,7 @@ class RunMetrics:
     debt_before: dict[str, dict[str, float]] = field(default_factory=dict)
     debt_after: dict[str, dict[str, float]] = field(default_factory=dict)
     debt_after_maintenance: dict[str, dict[str, float]] = field(default_factory=dict)
+    columns_added: dict[str, dict[str, str]] = field(default_factory=dict)
     maintenance: list[dict[str, Any]] = field(default_factory=list)
     message: str = ""
 
@@ -133,6 +134,8 @@ class RunMetrics:
         lines = [f"{head} (lake version {self.committed_version}), {self.rows_read} rows read"]
         if self.message:
             lines.append(f"  {self.message}")
+        for name, added in self.columns_added.items():
+            lines.append(f"  {name}: columns added: " + ", ".join(f"{c} {t}" for c, t in added.items()))
         for t in self.targets:
             lines.append(
                 f"  {t.table}: {t.strategy} ({t.strategy_reason or 'requested'}); "

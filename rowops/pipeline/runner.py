@@ -117,6 +117,18 @@ def check_target(table: Table, target: TargetConfig, columns: Sequence[str]) -> 
             )
 
 
+def new_columns(df: DataFrame, table: Table, target: TargetConfig, config: PipelineConfig) -> dict[str, str]:
+    """Source columns (after mapping) the target lacks, with their Spark types: what
+    ``schema_evolution = "add-columns"`` adds (never the change feed's operation and ordering columns)."""
+    if target.schema_evolution != "add-columns":
+        return {}
+    have = {name.lower() for name in _target_columns(table)}
+    cdc = config.source.cdc
+    feed = {changefeed.OP_COLUMN, *((cdc.op_column, cdc.order_by) if cdc else ())}
+    mapped = changefeed.spark_types(changefeed.map_columns(df, target.columns))
+    return {name: kind for name, kind in mapped.items() if name.lower() not in have and name not in feed}
+
+
 def prepare(lake: Lakehouse, config: PipelineConfig, batch_id: str, metrics: RunMetrics) -> DataFrame:
     """The batch evaluated once: mapped, checked, reduced to one change per key when it is a change feed."""
     raw, files = read_source(lake, config, batch_id)
@@ -232,6 +244,10 @@ def run(
                 with metrics.phase("merge"):
                     progress(f"merging into {target.table}")
                     table = tx.table(target.table)
+                    if added := new_columns(rows, table, target, config):
+                        progress(f"adding columns to {target.table}: {', '.join(added)}")
+                        table.add_columns(added)  # in the batch's transaction: committed with it
+                        metrics.columns_added[target.table] = added
                     changes = target_rows(rows, table, target, config)
                     result = merge_builder(table, changes, target, config).execute(target.strategy)
                 metrics.targets.append(TargetMetrics.from_result(target.table, result))
@@ -275,6 +291,8 @@ def validate(lake: Lakehouse, config: PipelineConfig, batch_id: str | None = Non
     try:
         for target in config.targets:
             table = lake.table(target.table)
+            if added := new_columns(rows, table, target, config):  # a run would add them
+                metrics.columns_added[target.table] = added
             target_rows(rows, table, target, config)
             metrics.debt_before[target.table] = _debt(table)
     finally:

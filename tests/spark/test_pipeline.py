@@ -5,6 +5,7 @@ and bad sources named in their errors."""
 from __future__ import annotations
 
 import random
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import rowops
 from rowops.errors import BatchAlreadyCommittedError, PipelineSourceError, UnsupportedStrategyError
 from rowops.faults import InjectedFault
 from rowops.pipeline import parse_config, runner
+from tests.readers import assert_readers_agree
 from tests.spark.tables import fingerprint
 
 SCHEMA = "id long, v string, seq long"
@@ -222,3 +224,39 @@ def test_a_table_source_filtered_by_batch(lake: rowops.Lakehouse) -> None:
     assert (metrics.rows_read, metrics.changes) == (2, {"update": 1, "insert": 1})
     rows = _rows(table)
     assert rows[1] == ("a", 1) and rows[30] == ("n", 1) and 3 in rows  # b2's delete is not part of b1
+
+
+def test_add_columns_evolves_the_target_in_the_batch_transaction(
+    lake: rowops.Lakehouse, tmp_path: Path, java: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``schema_evolution = "add-columns"``: a new source column is added with the batch (rows written
+    before read NULL, every reader agrees); a failed batch adds nothing; without the option the column
+    is ignored (as Delta's MERGE without schema evolution)."""
+    table = _table(lake, rows=4)
+    events = [("U", 1, "a", 1, "1.50"), ("I", 9, "n", 1, "2.25")]
+    _write(lake.spark, tmp_path / "src", "b1", events, EVENTS + ", price string")
+    feed = _config(tmp_path / "src")
+    ignored = runner.validate(lake, feed, "b1")
+    assert ignored.columns_added == {} and [f.name for f in table.schema.fields] == ["id", "v", "seq"]
+    evolving = parse_config(
+        f'[pipeline]\nid = "p"\n[source]\nformat = "parquet"\npath = "{tmp_path}/src/{{batch_id}}"\n'
+        '[source.cdc]\nop_column = "op"\norder_by = "seq"\ninsert = ["I"]\nupdate = ["U"]\ndelete = ["D"]\n'
+        '[[targets]]\ntable = "db.t"\nkeys = ["id"]\nschema_evolution = "add-columns"\n'
+        'columns = { price = "CAST(price AS DECIMAL(12,2))" }\n',
+        "test.toml",
+    )
+    assert runner.validate(lake, evolving, "b1").columns_added == {"db.t": {"price": "decimal(12,2)"}}
+    before = fingerprint(lake)
+    monkeypatch.setenv("ROWOPS_FAULT", "before-commit")
+    with pytest.raises(InjectedFault):
+        runner.run(lake, evolving, "b1")
+    assert fingerprint(lake) == before  # neither the column nor the rows
+    monkeypatch.delenv("ROWOPS_FAULT")
+    metrics = runner.run(lake, evolving, "b1")
+    assert metrics.status == "committed" and metrics.columns_added == {"db.t": {"price": "decimal(12,2)"}}
+    evolved = lake.table("db.t")
+    assert [f.name for f in evolved.schema.fields] == ["id", "v", "seq", "price"]
+    assert len(lake.history()) == 2  # create + the batch (columns and rows in one lake version)
+    expected = [(0, "v0", 0, None), (1, "a", 1, Decimal("1.50")), (2, "v2", 0, None), (3, "v3", 0, None)]
+    expected.append((9, "n", 1, Decimal("2.25")))
+    assert_readers_agree(evolved, expected, ["id", "v", "seq", "price"], java)
