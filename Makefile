@@ -28,7 +28,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml tools/iceberg_jars.py tools/s3_jars.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -e ".[test]" "pyspark>=3.5,<3.6"  # 3.5 here: the Iceberg Java oracle's jar
 	$(PY) tools/iceberg_jars.py
 	$(PY) tools/s3_jars.py
 	touch $(STAMP)
