@@ -272,7 +272,7 @@ def test_expire_and_remove_orphans_never_delete_referenced_files(lake, java) -> 
         lake.at(version=old_version).table("db.t").to_df()
     assert_unchanged(lake, lambda: lake.rollback_to(old_version), SnapshotExpiredError, "expired")
 
-    data_dir = local_path(table.metadata.location) + "/data"
+    data_dir = f"{local_path(table.metadata.location)}/data"
     old, young = f"{data_dir}/orphan-old.parquet", f"{data_dir}/orphan-young.parquet"
     for path in (old, young):
         with open(path, "wb") as out:
