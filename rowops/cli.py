@@ -24,7 +24,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rowops.catalog.history import LakeCommit
 from rowops.errors import CommitConflictError, InvalidInputError, NoSuchTableError, RowOpsError
 from rowops.lakehouse import Lakehouse
-from rowops.pipeline import load_config, runner
+from rowops.pipeline import PipelineConfig, load_config, runner
 from rowops.pipeline.metrics import debt_summary
 from rowops.table import Table
 
@@ -116,6 +116,12 @@ def exit_code(exc: BaseException) -> int:
     return EXIT_FAILURE
 
 
+def _pipeline_lake(state: Context, config: str) -> tuple[PipelineConfig, Lakehouse]:
+    """The parsed pipeline config and the lake it names (``--lake`` / ``ROWOPS_LAKE`` first)."""
+    parsed = load_config(config)
+    return parsed, runner.lake_for(parsed, state.lake_location, state.storage_options)
+
+
 def _guarded(ctx: typer.Context, action: Callable[[Context], T]) -> T:
     """Run a command; rowops errors become a message (or JSON) and their exit code."""
     state: Context = ctx.obj
@@ -167,8 +173,7 @@ def pipeline_run(
     """Run one batch (a batch committed before is skipped: exit code 0)."""
 
     def action(state: Context) -> None:
-        parsed = load_config(config)
-        lake = runner.lake_for(parsed, state.lake_location, state.storage_options)
+        parsed, lake = _pipeline_lake(state, config)
         with state.progress(runner.steps(parsed)) as progress:
             metrics = runner.run(lake, parsed, batch_id, progress)
         state.emit(metrics.to_dict(), metrics.log_lines)
@@ -185,8 +190,7 @@ def pipeline_validate(
     """Check the config, the batch's source (schema, operation codes) and the targets; writes nothing."""
 
     def action(state: Context) -> None:
-        parsed = load_config(config)
-        lake = runner.lake_for(parsed, state.lake_location, state.storage_options)
+        parsed, lake = _pipeline_lake(state, config)
         metrics = runner.validate(lake, parsed, batch_id)
         state.emit(metrics.to_dict(), lambda: [f"{config}: valid", *metrics.log_lines()[1:]])
 
@@ -202,8 +206,7 @@ def explain(
     """The plan of each target's MERGE for a batch (strategy and why, files, join); writes nothing."""
 
     def action(state: Context) -> None:
-        parsed = load_config(config)
-        lake = runner.lake_for(parsed, state.lake_location, state.storage_options)
+        parsed, lake = _pipeline_lake(state, config)
         plans = runner.explain(lake, parsed, batch_id)
         state.emit(plans, lambda: [f"-- {name}\n{plan}" for name, plan in plans.items()])
 

@@ -11,23 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import timedelta
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any
 
 from rowops.pipeline.config import MaintenanceConfig
+from rowops.spec.results import MaintenanceResult
 
-
-class _Report(Protocol):
-    def to_dict(self) -> dict[str, Any]: ...
-
-
-class _Maintainable(Protocol):
-    """The maintenance API of ``rowops.Table`` (table maintenance, issue 11)."""
-
-    def compact_position_deletes(self) -> _Report: ...
-    def convert_equality_deletes(self) -> _Report: ...
-    def compact(self) -> _Report: ...
-    def expire_snapshots(self, older_than: timedelta | None = None, retain_last: int = 1) -> _Report: ...
-    def remove_orphans(self) -> _Report: ...
+if TYPE_CHECKING:
+    from rowops.table import Table
 
 
 def exceeded(debt: Mapping[str, float], thresholds: Mapping[str, float]) -> dict[str, float]:
@@ -39,17 +29,17 @@ def exceeded(debt: Mapping[str, float], thresholds: Mapping[str, float]) -> dict
     return {name: debt[name] for name, limit in thresholds.items() if debt.get(name, 0) > limit}
 
 
-def _run(table: _Maintainable, action: str, policy: MaintenanceConfig) -> _Report:
+def _run(table: Table, action: str, policy: MaintenanceConfig) -> MaintenanceResult:
     if action == "expire_snapshots":
         hours = policy.expire_older_than_hours
         older = None if hours is None else timedelta(hours=hours)
         return table.expire_snapshots(older_than=older, retain_last=policy.retain_last)
-    method: Callable[[], _Report] = getattr(table, action)
+    method: Callable[[], MaintenanceResult] = getattr(table, action)
     return method()
 
 
 def apply_policy(
-    tables: Mapping[str, object],
+    tables: Mapping[str, Table],
     debt: Mapping[str, Mapping[str, float]],
     policy: MaintenanceConfig,
     progress: Callable[[str], None],
@@ -69,7 +59,7 @@ def apply_policy(
             continue
         for action in policy.actions:
             progress(f"maintenance of {name}: {action}")
-            result = _run(cast(_Maintainable, handle), action, policy)
+            result = _run(handle, action, policy)
             steps.append(
                 {
                     "table": name,

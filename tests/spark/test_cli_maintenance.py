@@ -1,39 +1,17 @@
-"""The maintenance commands and the pipeline's ``mode = "run"`` policy, end to end.
-
-They call the table maintenance API (``Table.compact``, ``expire_snapshots``, ``remove_orphans``,
-``compact_position_deletes``: issue 11, table maintenance); until it is merged this module is skipped.
-"""
+"""The maintenance commands and the pipeline's ``mode = "run"`` policy, end to end (the table
+maintenance API: ``Table.compact``, ``expire_snapshots``, ``remove_orphans``, ``compact_position_deletes``)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 import rowops
 from rowops.pipeline import parse_config, runner
+from tests.spark.test_cli import rowops_cli
 
-pytestmark = pytest.mark.skipif(
-    not hasattr(rowops.Table, "compact"), reason="needs the table maintenance API (Table.compact, ...)"
-)
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = "op string, id long, v string, seq long"
-
-
-def rowops_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
-    return subprocess.run(
-        [sys.executable, "-m", "rowops", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
 
 
 def _rows(table: rowops.Table) -> list[tuple[object, ...]]:
