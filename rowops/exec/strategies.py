@@ -8,6 +8,7 @@ changed files, add position deletes to sparsely changed ones) is one split of th
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -26,6 +27,7 @@ from rowops.exec.write import (
     write_equality_deletes,
     write_position_deletes,
 )
+from rowops.meta.delete_index import delete_index
 from rowops.meta.files import LiveFile, TableFiles, WrittenFile
 from rowops.plan.cost import FileChange, rewrite_is_cheaper, small_files_to_merge, worth_merging
 
@@ -82,8 +84,7 @@ class WriteContext:
 
 def single_file_target(delete: LiveFile) -> str | None:
     """The one data file a position delete file references (from its file_path bounds), if only one."""
-    bounds = delete.referenced_paths
-    return bounds[0] if bounds is not None and bounds[0] == bounds[1] else None
+    return delete.referenced_file
 
 
 def _deletes_only_for(deletes: Sequence[LiveFile], data_paths: set[str]) -> list[LiveFile]:
@@ -109,10 +110,15 @@ def file_changes(removed: dict[str, int], files: TableFiles) -> list[FileChange]
     previous = {
         single_file_target(d): d.record_count for d in _deletes_only_for(files.position_deletes, set(removed))
     }
-    eq_deleted = {f.path for f in files.data if files.equality_deletes_apply(f)}
+    index = delete_index(files)
     return [
         FileChange(
-            f.path, f.record_count, f.size, removed[f.path], previous.get(f.path, 0), f.path in eq_deleted
+            f.path,
+            f.record_count,
+            f.size,
+            removed[f.path],
+            previous.get(f.path, 0),
+            index.equality_deletes_on(f) > 0,
         )
         for f in files.data
         if f.path in removed
@@ -122,10 +128,13 @@ def file_changes(removed: dict[str, int], files: TableFiles) -> list[FileChange]
 def merge_candidates(files: TableFiles, touched: set[str], read_weight: float) -> set[str]:
     """Small untouched files of the touched partitions worth folding into this rewrite."""
     touched_partitions = {f.partition for f in files.data if f.path in touched}
+    untouched: dict[tuple[object, ...], list[LiveFile]] = defaultdict(list)
+    for f in files.data:
+        if f.partition in touched_partitions and f.path not in touched:
+            untouched[f.partition].append(f)
     chosen: set[str] = set()
-    for partition in touched_partitions:
-        others = sorted((f for f in files.data if f.partition == partition and f.path not in touched),
-                        key=lambda f: f.size)  # fmt: skip
+    for others in untouched.values():
+        others.sort(key=lambda f: f.size)
         count = small_files_to_merge([f.size for f in others], read_weight)
         chosen |= {f.path for f in others[:count]}
     return chosen
