@@ -87,9 +87,10 @@ def single_file_target(delete: LiveFile) -> str | None:
     return delete.referenced_file
 
 
-def _deletes_only_for(deletes: Sequence[LiveFile], data_paths: set[str]) -> list[LiveFile]:
-    """Position delete files that reference nothing but one of ``data_paths``."""
-    return [d for d in deletes if single_file_target(d) in data_paths]
+def _deletes_only_for(files: TableFiles, data_paths: set[str]) -> list[LiveFile]:
+    """Position delete files that reference nothing but one of ``data_paths`` (index lookups)."""
+    by_path = delete_index(files).pos_by_path
+    return [d for p in data_paths for d in by_path.get(p, ())]
 
 
 def removed_by_path(ctx: WriteContext, removed_by_uri: dict[str, int]) -> dict[str, int]:
@@ -107,9 +108,7 @@ def removed_by_path(ctx: WriteContext, removed_by_uri: dict[str, int]) -> dict[s
 
 def file_changes(removed: dict[str, int], files: TableFiles) -> list[FileChange]:
     """Run-time facts about each touched file, for the hybrid decision."""
-    previous = {
-        single_file_target(d): d.record_count for d in _deletes_only_for(files.position_deletes, set(removed))
-    }
+    previous = {single_file_target(d): d.record_count for d in _deletes_only_for(files, set(removed))}
     index = delete_index(files)
     return [
         FileChange(
@@ -151,7 +150,7 @@ def _replaced(ctx: WriteContext, paths: set[str]) -> Written:
     """The bookkeeping of replacing ``paths``: the files and their single-file delete files go."""
     return Written(
         removed_data=set(paths),
-        removed_deletes={d.path for d in _deletes_only_for(ctx.files.position_deletes, set(paths))},
+        removed_deletes={d.path for d in _deletes_only_for(ctx.files, set(paths))},
         rewritten=set(paths),
     )
 
@@ -176,7 +175,7 @@ def delete_positions(ctx: WriteContext, removed: DataFrame, counts: dict[str, in
     file, which is removed: a data file never has more than one live position delete file written by
     rowops. A data file whose rows would all be deleted is removed from the table instead.
     """
-    previous = {single_file_target(d): d for d in _deletes_only_for(ctx.files.position_deletes, set(counts))}
+    previous = {single_file_target(d): d for d in _deletes_only_for(ctx.files, set(counts))}
     emptied = {
         f.path
         for f in ctx.files.data
