@@ -5,9 +5,15 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyiceberg.conversions import to_bytes
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus
+from pyiceberg.schema import Schema
+from pyiceberg.table.snapshots import Operation
 from pyiceberg.typedef import Record
+from pyiceberg.types import LongType, NestedField
 
+from rowops.commit.row_delta import RowDelta
+from rowops.commit.write_set import find_write_conflict
 from rowops.maintenance.index import covered_targets
 from rowops.meta.delete_index import DeleteIndex, dangling_equality_deletes, delete_index
 from rowops.meta.files import FILE_PATH_ID, LiveFile, TableFiles
@@ -167,3 +173,23 @@ def test_index_is_shared_per_snapshot() -> None:
     assert delete_index(files) is delete_index(files)
     other = TableFiles(1, 1, (), files.data, (), ())
     assert delete_index(other) is not delete_index(files)
+
+
+def test_write_conflicts_through_new_position_deletes() -> None:
+    """An equality-delete write of keys 3..4 conflicts with a concurrent position delete on the file
+    holding keys 1..5, not with one on the file holding keys 10..20 (``find_write_conflict``)."""
+    schema = Schema(NestedField(1, "k", LongType(), required=True))
+
+    def keyed(path: str, content: DataFileContent, lo: int, hi: int) -> LiveFile:
+        stats = {"lower_bounds": {1: to_bytes(LongType(), lo)}, "upper_bounds": {1: to_bytes(LongType(), hi)}}
+        return live(path, content, 1, SCOPES[1], **stats)
+
+    a, b = keyed(PATHS[0], DATA, 1, 5), keyed(PATHS[1], DATA, 10, 20)
+    ours = keyed("/lake/t/ours.parquet", EQ, 3, 4).data_file
+    delta = RowDelta(Operation.OVERWRITE, added_deletes=(ours,))
+    base = TableFiles(1, 1, (), (a, b), (), ())
+    for target, conflict in ((a, True), (b, False)):
+        theirs = pos_delete("/lake/t/theirs.parquet", 2, SCOPES[1], (target.path, target.path))
+        current = TableFiles(2, 2, (), (a, b), (theirs,), ())
+        found = find_write_conflict(delta, base, current, schema)
+        assert (found is not None and found.files == (target.path,)) if conflict else found is None
