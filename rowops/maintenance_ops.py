@@ -34,7 +34,8 @@ from rowops.exec.write import Staging
 from rowops.maintenance.compaction import check_positive, partition_filter, plan_compaction, target_file_size
 from rowops.maintenance.expiry import check_retain_last, cutoff_ms, protected, snapshots_to_expire
 from rowops.maintenance.health import health_report
-from rowops.maintenance.index import DeleteIndex, covered_targets, dangling_deletes
+from rowops.maintenance.index import covered_targets, dangling_deletes
+from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.files import LiveFile, TableFiles, data_files_from_parquet, live_files
 from rowops.meta.paths import normalize_path
 from rowops.spec.inputs import optional_sql

@@ -40,6 +40,7 @@ from rowops.exec.strategies import WriteContext, Written
 from rowops.exec.summary import summarize
 from rowops.exec.validation import check_source
 from rowops.exec.write import Staging, staging, write_data
+from rowops.meta.delete_index import dangling_equality_deletes
 from rowops.meta.files import LiveFile, TableFiles, data_files_from_parquet, live_files
 from rowops.plan.colocation import DISABLED as COLOCATION_DISABLED
 from rowops.plan.colocation import JoinLayout, plan_join
@@ -408,7 +409,7 @@ def _delta(written: Written, planned: Planned, counts: dict[str, int | None]) ->
         added_deletes=tuple(added_deletes),
         removed_data=frozenset(written.removed_data),
         removed_deletes=frozenset(
-            written.removed_deletes | planned.files.dangling_equality_deletes(written.removed_data)
+            written.removed_deletes | dangling_equality_deletes(planned.files, written.removed_data)
         ),
         referenced_data=frozenset(written.referenced_data),
         read_set=_read_set(planned),

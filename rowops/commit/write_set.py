@@ -23,6 +23,7 @@ from pyiceberg.types import PrimitiveType
 
 from rowops.commit.row_delta import Conflict, RowDelta
 from rowops.errors import ConflictKind
+from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.files import LiveFile, TableFiles
 
 Bounds = tuple[object, object]
@@ -90,8 +91,9 @@ def find_write_conflict(
     changed += [f for f in base.data if f.path not in live]
     new_deletes = [f for f in current.deletes if f.path not in base_deletes]
     changed += [f for f in new_deletes if f.content == DataFileContent.EQUALITY_DELETES]
-    for pos_delete in (f for f in new_deletes if f.content == DataFileContent.POSITION_DELETES):
-        changed += [f for f in base.data if pos_delete.may_reference(f.path)]
+    new_pos = [f for f in new_deletes if f.content == DataFileContent.POSITION_DELETES]
+    named = DeleteIndex(base.data, new_pos, ()).pos_by_data  # base files the new position deletes name
+    changed += [f for f in base.data if f.path in named]
     for file in changed:
         if overlaps(ours, _bounds(file.data_file, ids, schema)):
             reason = "a concurrent transaction wrote rows with keys this transaction writes"

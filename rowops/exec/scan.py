@@ -15,7 +15,11 @@ Deletes follow Iceberg's sequence-number rules:
     unless its spec is unpartitioned. Where the key determines the partition (every delete rowops
     writes) a key match implies a partition match and the join compares keys only; otherwise (tables
     written by other engines) rows and keys are tagged with a partition id and compared too. Data
-    files at least as new as the newest equality delete skip the join.
+    files no equality delete applies to skip the join, and only the deletes that apply to some
+    joined file are read.
+
+Which deletes apply to which files is looked up in one :class:`rowops.meta.delete_index.DeleteIndex`
+per snapshot (linear in files and deletes, never their product).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from rowops.exec.types import FIELD_ID_KEY, to_spark_schema, to_spark_type
+from rowops.meta.delete_index import delete_index
 from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, TableFiles
 from rowops.meta.hadoop_uri import qualified_uri
 from rowops.meta.paths import spark_uri
@@ -234,9 +239,9 @@ def _apply_equality_deletes(
 def _needs_partition_scope(files: Sequence[LiveFile], deletes: Sequence[LiveFile]) -> bool:
     """Whether a key match can fall outside a delete file's partition: a partitioned delete whose key
     does not determine the partition, or data files of another partition spec."""
+    specs = {f.spec_id for f in files}
     return any(
-        not d.is_global and (not d.key_determines_partition() or any(f.spec_id != d.spec_id for f in files))
-        for d in deletes
+        not d.is_global and (not d.key_determines_partition() or bool(specs - {d.spec_id})) for d in deletes
     )
 
 
@@ -278,18 +283,16 @@ def scan(
         row_ids: keep the ``_file`` and ``_pos`` columns.
     """
     targets = list(files.data if data_files is None else data_files)
-    newest = max((f.seq for f in files.equality_deletes), default=-1)
-    older = [f for f in targets if f.seq < newest]
-    newer = [f for f in targets if f.seq >= newest]
+    index = delete_index(files)
+    older = [f for f in targets if index.equality_deletes_on(f)]
+    newer = [f for f in targets if not index.equality_deletes_on(f)]
     rows = read_data_files(spark, schema, newer) if newer or not older else None
-    if older:  # only files older than some equality delete are joined with the keys
-        keyed = _apply_equality_deletes(spark, schema, older, files.equality_deletes)
+    if older:  # only files some equality delete applies to are joined with (those) keys
+        eq_deletes = index.equality_deletes_applying(older)
+        keyed = _apply_equality_deletes(spark, schema, older, eq_deletes)
         rows = keyed if rows is None else rows.unionByName(keyed)
     assert rows is not None
-    wanted = {f.path for f in targets}
-    pos = position_deletes(
-        spark, [f for f in files.position_deletes if any(f.may_reference(p) for p in wanted)], targets
-    )
+    pos = position_deletes(spark, index.position_deletes_applying(targets), targets)
     if pos is not None:
         rows = rows.join(pos, [FILE_COL, POS_COL], "left_anti")
     columns = [f"`{n}`" for n in schema.column_names]

@@ -8,6 +8,7 @@ changed files, add position deletes to sparsely changed ones) is one split of th
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -26,6 +27,7 @@ from rowops.exec.write import (
     write_equality_deletes,
     write_position_deletes,
 )
+from rowops.meta.delete_index import delete_index
 from rowops.meta.files import LiveFile, TableFiles, WrittenFile
 from rowops.plan.cost import FileChange, rewrite_is_cheaper, small_files_to_merge, worth_merging
 
@@ -82,13 +84,13 @@ class WriteContext:
 
 def single_file_target(delete: LiveFile) -> str | None:
     """The one data file a position delete file references (from its file_path bounds), if only one."""
-    bounds = delete.referenced_paths
-    return bounds[0] if bounds is not None and bounds[0] == bounds[1] else None
+    return delete.referenced_file
 
 
-def _deletes_only_for(deletes: Sequence[LiveFile], data_paths: set[str]) -> list[LiveFile]:
-    """Position delete files that reference nothing but one of ``data_paths``."""
-    return [d for d in deletes if single_file_target(d) in data_paths]
+def _deletes_only_for(files: TableFiles, data_paths: set[str]) -> list[LiveFile]:
+    """Position delete files that reference nothing but one of ``data_paths`` (index lookups)."""
+    by_path = delete_index(files).pos_by_path
+    return [d for p in data_paths for d in by_path.get(p, ())]
 
 
 def removed_by_path(ctx: WriteContext, removed_by_uri: dict[str, int]) -> dict[str, int]:
@@ -106,13 +108,16 @@ def removed_by_path(ctx: WriteContext, removed_by_uri: dict[str, int]) -> dict[s
 
 def file_changes(removed: dict[str, int], files: TableFiles) -> list[FileChange]:
     """Run-time facts about each touched file, for the hybrid decision."""
-    previous = {
-        single_file_target(d): d.record_count for d in _deletes_only_for(files.position_deletes, set(removed))
-    }
-    eq_deleted = {f.path for f in files.data if files.equality_deletes_apply(f)}
+    previous = {single_file_target(d): d.record_count for d in _deletes_only_for(files, set(removed))}
+    index = delete_index(files)
     return [
         FileChange(
-            f.path, f.record_count, f.size, removed[f.path], previous.get(f.path, 0), f.path in eq_deleted
+            f.path,
+            f.record_count,
+            f.size,
+            removed[f.path],
+            previous.get(f.path, 0),
+            index.equality_deletes_on(f) > 0,
         )
         for f in files.data
         if f.path in removed
@@ -122,10 +127,13 @@ def file_changes(removed: dict[str, int], files: TableFiles) -> list[FileChange]
 def merge_candidates(files: TableFiles, touched: set[str], read_weight: float) -> set[str]:
     """Small untouched files of the touched partitions worth folding into this rewrite."""
     touched_partitions = {f.partition for f in files.data if f.path in touched}
+    untouched: dict[tuple[object, ...], list[LiveFile]] = defaultdict(list)
+    for f in files.data:
+        if f.partition in touched_partitions and f.path not in touched:
+            untouched[f.partition].append(f)
     chosen: set[str] = set()
-    for partition in touched_partitions:
-        others = sorted((f for f in files.data if f.partition == partition and f.path not in touched),
-                        key=lambda f: f.size)  # fmt: skip
+    for others in untouched.values():
+        others.sort(key=lambda f: f.size)
         count = small_files_to_merge([f.size for f in others], read_weight)
         chosen |= {f.path for f in others[:count]}
     return chosen
@@ -142,7 +150,7 @@ def _replaced(ctx: WriteContext, paths: set[str]) -> Written:
     """The bookkeeping of replacing ``paths``: the files and their single-file delete files go."""
     return Written(
         removed_data=set(paths),
-        removed_deletes={d.path for d in _deletes_only_for(ctx.files.position_deletes, set(paths))},
+        removed_deletes={d.path for d in _deletes_only_for(ctx.files, set(paths))},
         rewritten=set(paths),
     )
 
@@ -167,7 +175,7 @@ def delete_positions(ctx: WriteContext, removed: DataFrame, counts: dict[str, in
     file, which is removed: a data file never has more than one live position delete file written by
     rowops. A data file whose rows would all be deleted is removed from the table instead.
     """
-    previous = {single_file_target(d): d for d in _deletes_only_for(ctx.files.position_deletes, set(counts))}
+    previous = {single_file_target(d): d for d in _deletes_only_for(ctx.files, set(counts))}
     emptied = {
         f.path
         for f in ctx.files.data

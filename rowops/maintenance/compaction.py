@@ -23,7 +23,8 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.typedef import Record
 
 from rowops.errors import InvalidExpressionError, InvalidInputError, NoSuchColumnError
-from rowops.maintenance.index import DeleteIndex, PartitionKey, dangling_deletes, partition_key
+from rowops.maintenance.index import dangling_deletes
+from rowops.meta.delete_index import DeleteIndex, PartitionKey, partition_key
 from rowops.meta.files import LiveFile, TableFiles
 
 MIN_FILE_FRACTION = 0.75

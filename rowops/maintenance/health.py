@@ -13,7 +13,7 @@ from collections import Counter
 from pyiceberg.table.metadata import TableMetadata
 
 from rowops.maintenance.compaction import is_small, target_file_size
-from rowops.maintenance.index import DeleteIndex, partition_key
+from rowops.meta.delete_index import DeleteIndex, partition_key
 from rowops.meta.files import TableFiles
 from rowops.plan.cost import FILE_OPEN_BYTES, read_overhead, worth_merging
 from rowops.spec.results import HealthReport

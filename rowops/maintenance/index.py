@@ -1,71 +1,16 @@
-"""Which live delete files apply to which data files, through dictionaries (never files x deletes).
+"""Which delete files maintenance may drop or must carry over, through the shared delete index.
 
-A rowops position-delete file names one data file (its ``file_path`` bounds are equal): it is found by
-path. Files of other engines may name a range of paths: those are matched by bisection over the sorted
-data paths. An equality delete applies to older data files of its partition (or of every partition
-when its spec is unpartitioned): per partition, the sorted sequence numbers of its deletes answer
-"how many apply to a file of sequence number s" by bisection.
+:class:`rowops.meta.delete_index.DeleteIndex` finds the deletes of a data file by dictionaries and
+bisection (never files x deletes); here: the delete files left dangling by removed data files, and the
+closure of data files whose position delete files a rewrite replaces.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections import defaultdict
-from dataclasses import dataclass, field
 
-from rowops.meta.files import LiveFile, TableFiles
-
-PartitionKey = tuple[int, tuple[object, ...]]
-
-
-def partition_key(f: LiveFile) -> PartitionKey:
-    return (f.spec_id, f.partition)
-
-
-@dataclass
-class DeleteIndex:
-    """Position and equality deletes of one snapshot, indexed by the data files they apply to."""
-
-    files: TableFiles
-    pos_by_data: dict[str, list[LiveFile]] = field(default_factory=lambda: defaultdict(list))
-    data_by_pos: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    eq_seqs: dict[PartitionKey, list[int]] = field(default_factory=dict)
-    global_eq_seqs: list[int] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, files: TableFiles) -> DeleteIndex:
-        index = cls(files)
-        paths = sorted(f.path for f in files.data)
-        for d in files.position_deletes:
-            bounds = d.referenced_paths
-            if bounds is None:
-                named = paths
-            elif bounds[0] == bounds[1]:
-                named = [bounds[0]]
-            else:
-                named = paths[bisect.bisect_left(paths, bounds[0]) : bisect.bisect_right(paths, bounds[1])]
-            for path in named:
-                index.pos_by_data[path].append(d)
-                index.data_by_pos[d.path].append(path)
-        by_partition: dict[PartitionKey, list[int]] = defaultdict(list)
-        for d in files.equality_deletes:
-            (index.global_eq_seqs if d.is_global else by_partition[partition_key(d)]).append(d.seq)
-        index.eq_seqs = {k: sorted(v) for k, v in by_partition.items()}
-        index.global_eq_seqs.sort()
-        return index
-
-    def position_deletes_of(self, data: LiveFile) -> list[LiveFile]:
-        return self.pos_by_data.get(data.path, [])
-
-    def equality_deletes_on(self, data: LiveFile) -> int:
-        """How many live equality delete files apply to ``data`` (newer, same partition or global)."""
-        newer = 0
-        for seqs in (self.eq_seqs.get(partition_key(data), []), self.global_eq_seqs):
-            newer += len(seqs) - bisect.bisect_right(seqs, data.seq)
-        return newer
-
-    def deletes_on(self, data: LiveFile) -> int:
-        return len(self.position_deletes_of(data)) + self.equality_deletes_on(data)
+from rowops.meta.delete_index import DeleteIndex, dangling_equality_deletes
+from rowops.meta.files import TableFiles
 
 
 def dangling_deletes(files: TableFiles, removed_data: set[str]) -> set[str]:
@@ -89,15 +34,7 @@ def dangling_deletes(files: TableFiles, removed_data: set[str]) -> set[str]:
             named = at < len(kept_paths) and kept_paths[at] <= bounds[1]
         if not named:
             dangling.add(d.path)
-    oldest: dict[PartitionKey, int] = {}
-    for f in kept:
-        oldest[partition_key(f)] = min(f.seq, oldest.get(partition_key(f), f.seq))
-    oldest_any = min(oldest.values(), default=None)
-    for d in files.equality_deletes:
-        first = oldest_any if d.is_global else oldest.get(partition_key(d))
-        if first is None or first >= d.seq:
-            dangling.add(d.path)
-    return dangling
+    return dangling | dangling_equality_deletes(files, removed_data)
 
 
 def covered_targets(index: DeleteIndex, start: set[str]) -> tuple[set[str], set[str]]:

@@ -81,25 +81,40 @@ class LiveFile:
             return None
         return normalize_path(low), normalize_path(high)
 
+    @property
+    def referenced_file(self) -> str | None:
+        """For a position delete file: the one data file it names (equal file_path bounds), if only one."""
+        bounds = self.referenced_paths
+        return bounds[0] if bounds is not None and bounds[0] == bounds[1] else None
+
     def may_reference(self, data_path: str) -> bool:
-        """Whether this position delete file can name ``data_path``."""
+        """Whether this position delete file can name ``data_path`` (from its file_path bounds only)."""
         bounds = self.referenced_paths
         return bounds is None or bounds[0] <= data_path <= bounds[1]
 
     def may_apply_to(self, data: LiveFile) -> bool:
-        """Whether this delete file may remove rows of ``data``.
+        """Whether this delete file may remove rows of ``data`` (Iceberg's scoping rules).
 
-        A position delete applies to the files it names (its file_path bounds); an equality delete to
-        older data files (smaller sequence number) of its partition (same spec and partition tuple),
-        or of the whole table when its spec is unpartitioned (Iceberg's scoping rule).
+        A position delete naming one file applies to that file. Any other position delete applies to
+        the data files its file_path bounds admit that are at most as new as it (sequence number) and
+        of its partition (same spec and partition tuple), or of any partition when its spec is
+        unpartitioned. An equality delete applies to older data files (smaller sequence number) of its
+        partition, or of the whole table when its spec is unpartitioned.
+
+        This is the brute-force rule; :class:`rowops.meta.delete_index.DeleteIndex` answers it for a
+        whole snapshot without pairing every file with every delete.
         """
+        in_scope = self.is_global or self.same_partition(data)
         if self.content == DataFileContent.POSITION_DELETES:
-            return self.may_reference(data.path)
-        return self.seq > data.seq and (self.is_global or self.same_partition(data))
+            target = self.referenced_file
+            if target is not None:
+                return target == data.path
+            return self.seq >= data.seq and in_scope and self.may_reference(data.path)
+        return self.seq > data.seq and in_scope
 
     @property
     def is_global(self) -> bool:
-        """An equality delete of an unpartitioned spec: it applies to every partition."""
+        """A delete file of an unpartitioned spec: its scope is every partition."""
         return not self.partition
 
     def same_partition(self, other: LiveFile) -> bool:
@@ -126,23 +141,6 @@ class TableFiles:
     @property
     def deletes(self) -> tuple[LiveFile, ...]:
         return self.position_deletes + self.equality_deletes
-
-    def equality_deletes_apply(self, data: LiveFile) -> bool:
-        """Whether a live equality delete file applies to ``data`` (newer, same partition or global)."""
-        return any(d.may_apply_to(data) for d in self.equality_deletes)
-
-    def position_deletes_may_apply(self, data: LiveFile) -> bool:
-        """Whether a live position delete file may name ``data`` (from its file_path bounds)."""
-        return any(d.may_apply_to(data) for d in self.position_deletes)
-
-    def dangling_equality_deletes(self, removed_data: set[str]) -> set[str]:
-        """Equality delete files that apply to no data file once ``removed_data`` is gone.
-
-        An equality delete applies to older data files (smaller sequence number) of its partition, or
-        of the whole table when unpartitioned; files added by a commit are always newer.
-        """
-        kept = [f for f in self.data if f.path not in removed_data]
-        return {d.path for d in self.equality_deletes if not any(d.may_apply_to(f) for f in kept)}
 
 
 def _prefix(path: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rowops.meta.delete_index import delete_index
 from rowops.meta.files import LiveFile, TableFiles
 from rowops.plan.cost import FILE_OPEN_BYTES, read_overhead, worth_merging
 
@@ -33,10 +34,11 @@ class Debt:
 
 
 def read_debt(files: TableFiles, candidates: Sequence[LiveFile], read_weight: float) -> Debt:
-    """The debt of ``candidates`` in the snapshot described by ``files``."""
-    pos = [files.position_deletes_may_apply(f) for f in candidates]
-    eq = [files.equality_deletes_apply(f) for f in candidates]
-    live = [d for d in files.deletes if any(d.may_apply_to(f) for f in candidates)]
+    """The debt of ``candidates`` in the snapshot described by ``files`` (linear: one delete index)."""
+    index = delete_index(files)
+    pos = [bool(index.position_deletes_of(f)) for f in candidates]
+    eq = [index.equality_deletes_on(f) > 0 for f in candidates]
+    live = index.deletes_applying(candidates)
     eq_delete_files = sum(1 for d in live if d.equality_ids)
     total = sum(map(read_overhead, [f.size for f in candidates], pos, eq))
     total += FILE_OPEN_BYTES * (eq_delete_files + sum(worth_merging(f.size, read_weight) for f in candidates))
