@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.io.pyarrow import schema_to_pyarrow
+from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation
 
 from rowops.commit.row_delta import RowDelta
@@ -21,17 +22,21 @@ from rowops.meta.files import WrittenFile, data_files_from_parquet, live_files
 from rowops.meta.paths import join, local_path
 
 
-def append_rows(table: Any, rows: Sequence[dict[str, object]], partition: tuple[object, ...] = ()) -> None:
-    """Commit ``rows`` (dicts by column name) as one new data file of ``partition`` (Iceberg values)."""
-    loaded = table.load()
-    metadata, io = loaded.metadata, table.lake.catalog.io
-    arrow_schema = schema_to_pyarrow(metadata.schema())
+def write_file(metadata: TableMetadata, rows: Sequence[dict[str, object]]) -> str:
+    """Write ``rows`` (dicts by column name) as a new Parquet file of the table; its local path."""
     key = join(metadata.location, "data", f"direct-{uuid.uuid4().hex}.parquet")
     local = local_path(key)
     assert local is not None, "direct appends write local lakes only"
     local.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(list(rows), schema=arrow_schema), str(local))
-    added = data_files_from_parquet([WrittenFile(str(local), partition)], metadata, io)
+    pq.write_table(pa.Table.from_pylist(list(rows), schema=schema_to_pyarrow(metadata.schema())), str(local))
+    return str(local)
+
+
+def append_rows(table: Any, rows: Sequence[dict[str, object]], partition: tuple[object, ...] = ()) -> None:
+    """Commit ``rows`` (dicts by column name) as one new data file of ``partition`` (Iceberg values)."""
+    loaded = table.load()
+    metadata, io = loaded.metadata, table.lake.catalog.io
+    added = data_files_from_parquet([WrittenFile(write_file(metadata, rows), partition)], metadata, io)
     delta = RowDelta(
         Operation.APPEND, added_data=tuple(added), blind=True, schema_id=metadata.current_schema_id
     )
