@@ -21,7 +21,7 @@ CONNECT_ENV := PYTHONPATH=$(CURDIR) ROWOPS_CONNECT_SERVER_PYTHON=$(abspath $(PY4
 SPARK4_SUBSET ?= tests/spark/test_compat.py tests/spark/test_behaviour.py
 SPARK4_K ?= compat or position-delete
 
-.PHONY: install install4 install-connect run pipeline-demo test test-s3 test-spark4 test-connect test-slow test-crash test-cluster test-all lint bench bench-log bench-conflicts clean
+.PHONY: install install4 install-connect run pipeline-demo test test-s3 test-spark4 test-connect test-slow test-crash test-cluster test-all lint bench bench-log bench-conflicts bench-manifests clean
 
 install: $(STAMP)
 
@@ -112,6 +112,10 @@ bench-log: install
 # false aborts of row- vs file-level conflict detection on racing updates (tpcds/false_aborts.py)
 bench-conflicts: install
 	$(PY) -m tpcds.false_aborts --ops 11 --races 2 --out tpcds/results
+
+# manifest paths vs commits: commit and live_files time at 1..1,000 small appends, merging on/off (minutes)
+bench-manifests: install
+	$(PY) -m tpcds.manifest_bench --out tpcds/results --label merge-cache
 
 clean:
 	rm -rf lake lake-pipeline data/pipeline spark-warehouse .pytest_cache .mypy_cache .ruff_cache

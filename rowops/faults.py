@@ -4,6 +4,8 @@ Set ``ROWOPS_FAULT=<point>`` and the operation raises :class:`InjectedFault` whe
 point. Points:
 
 * ``before-commit``: all files written, the lake version not yet attempted (cleanable);
+* ``manifests-merged``: a commit's manifests (merged ones included) written, its manifest list not yet
+  (``commit/row_delta.py`` removes what it wrote);
 * ``after-commit``: the lake version was committed, the operation has not returned yet (files stay);
 * ``commit-unknown``: the put-if-absent of the lake version fails as if storage broke mid-write;
 * ``hide-written-file``: the listing of a Spark write misses one file, as when an executor wrote

@@ -13,22 +13,32 @@ Lifecycle of a commit (see rowops/catalog/tables.py for the loop)::
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from dataclasses import dataclass, field
 
 from pyiceberg.io import FileIO
-from pyiceberg.manifest import DataFile, DataFileContent, ManifestContent, ManifestFile
+from pyiceberg.manifest import (
+    DataFile,
+    DataFileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+)
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
 from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 from pyiceberg.table.update import AddSnapshotUpdate, SetSnapshotRefUpdate, update_table_metadata
 
+from rowops import faults
 from rowops.commit import manifests as mf
 from rowops.commit.read_set import ReadSet
 from rowops.commit.row_conflicts import Conflict, delete_conflict
 from rowops.errors import ConflictKind
 from rowops.meta.files import TableFiles
+from rowops.meta.manifests import read_all, read_entries
 from rowops.spec.properties import row_level_conflicts
 
 __all__ = ["Conflict", "RowDelta", "apply", "find_conflict", "main_branch_update"]
@@ -102,38 +112,27 @@ def apply(
 ) -> tuple[TableMetadata, list[str]]:
     """Write manifests and manifest list for ``delta`` on top of ``base``.
 
+    The base's manifests are read in parallel through the manifest cache (``meta/manifests.py``); the
+    ones holding a removed file are rewritten; then small manifests are merged per
+    ``commit.manifest-merge.enabled`` / ``commit.manifest.min-count-to-merge`` /
+    ``commit.manifest.target-size-bytes`` (``commit/manifests.py``). If anything fails here, the files
+    written so far are removed (nothing references them yet).
+
     Returns:
         The new table metadata and the metadata files written (to remove if the commit fails).
     """
-    metadata_dir = f"{base.location}/metadata"
-    spec, schema = base.spec(), base.schema()
-    seq = base.next_sequence_number()
-    new_manifests: list[ManifestFile] = []
-    for content, files in (
-        (ManifestContent.DATA, delta.added_data),
-        (ManifestContent.DELETES, delta.added_deletes),
-    ):
-        if files:
-            path = mf.manifest_path(metadata_dir, snapshot_id, len(new_manifests))
-            new_manifests.append(mf.write_added(files, content, spec, schema, io, path, snapshot_id))
-    removed = {f.data_file.file_path for f in base_files.data if f.path in delta.removed_data}
-    removed |= {f.data_file.file_path for f in base_files.deletes if f.path in delta.removed_deletes}
-    kept: list[ManifestFile] = []
-    for manifest in base_files.manifests:
-        entries = manifest.fetch_manifest_entry(io, discard_deleted=True)
-        if not entries:
-            continue
-        if not any(e.data_file.file_path in removed for e in entries):
-            kept.append(manifest)
-            continue
-        path = mf.manifest_path(metadata_dir, snapshot_id, len(new_manifests) + len(kept))
-        manifest_spec = base.specs()[manifest.partition_spec_id]
-        kept.append(
-            mf.rewrite_without(manifest, entries, removed, manifest_spec, schema, io, path, snapshot_id)
-        )
-    parent = base.current_snapshot_id
-    list_path = f"{metadata_dir}/snap-{snapshot_id}-{seq}-{_suffix()}.avro"
-    mf.write_list(io, list_path, snapshot_id, parent, seq, new_manifests + kept)
+    assert base_files.partition_filter is None, "a commit needs every live file of its base"
+    written: list[str] = []
+    try:
+        manifests = _manifests(delta, base, base_files, io, snapshot_id, written)
+        parent, seq = base.current_snapshot_id, base.next_sequence_number()
+        list_path = f"{base.location}/metadata/snap-{snapshot_id}-{seq}-{_suffix()}.avro"
+        written.append(list_path)
+        mf.write_list(io, list_path, snapshot_id, parent, seq, manifests)
+    except BaseException:
+        for path in written:
+            _remove(io, path)
+        raise
     snapshot = Snapshot(
         snapshot_id=snapshot_id,
         parent_snapshot_id=parent,
@@ -147,8 +146,92 @@ def apply(
         AddSnapshotUpdate(snapshot=snapshot),
         main_branch_update(snapshot_id),
     )
-    written = [m.manifest_path for m in new_manifests + kept if m.added_snapshot_id == snapshot_id]
-    return update_table_metadata(base, updates, metadata_location=base_location), [*written, list_path]
+    return update_table_metadata(base, updates, metadata_location=base_location), written
+
+
+def _manifests(
+    delta: RowDelta,
+    base: TableMetadata,
+    base_files: TableFiles,
+    io: FileIO,
+    snapshot_id: int,
+    written: list[str],
+) -> list[ManifestFile]:
+    """The manifests of the new snapshot: new ones, the base's (rewritten without removed files),
+    merged per the table's policy. Every file written is appended to ``written`` as soon as it exists."""
+    metadata_dir = f"{base.location}/metadata"
+    spec, schema = base.spec(), base.schema()
+    pending: dict[str, list[ManifestEntry]] = {}  # entries of manifests written by this commit
+    new: dict[ManifestContent, list[ManifestFile]] = {ManifestContent.DATA: [], ManifestContent.DELETES: []}
+    for content, files in (
+        (ManifestContent.DATA, delta.added_data),
+        (ManifestContent.DELETES, delta.added_deletes),
+    ):
+        if files:
+            path = mf.manifest_path(metadata_dir, snapshot_id, len(written))
+            written.append(path)
+            new[content].append(mf.write_added(files, content, spec, schema, io, path, snapshot_id))
+            pending[path] = [
+                ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, data_file=f) for f in files
+            ]
+    removed = {f.data_file.file_path for f in base_files.data if f.path in delta.removed_data}
+    removed |= {f.data_file.file_path for f in base_files.deletes if f.path in delta.removed_deletes}
+    kept: dict[ManifestContent, list[ManifestFile]] = {ManifestContent.DATA: [], ManifestContent.DELETES: []}
+    for manifest, entries in zip(base_files.manifests, read_all(base_files.manifests, io), strict=True):
+        if not entries:
+            continue
+        if not any(e.data_file.file_path in removed for e in entries):
+            kept[manifest.content].append(manifest)
+            continue
+        path = mf.manifest_path(metadata_dir, snapshot_id, len(written))
+        written.append(path)
+        manifest_spec = base.specs()[manifest.partition_spec_id]
+        rewritten = mf.rewrite_without(
+            manifest, entries, removed, manifest_spec, schema, io, path, snapshot_id
+        )
+        kept[manifest.content].append(rewritten)
+        pending[path] = [_rewritten(e, removed, snapshot_id) for e in entries]
+    target = mf.MergeTarget(base.specs(), schema, io, metadata_dir, snapshot_id)
+    policy = mf.MergePolicy.of(base.properties)
+
+    def entries_of(m: ManifestFile) -> list[ManifestEntry]:
+        return (
+            pending[m.manifest_path] if m.manifest_path in pending else read_entries(m, io, live_only=False)
+        )
+
+    out: list[ManifestFile] = []
+    for content in (ManifestContent.DATA, ManifestContent.DELETES):
+        merged = mf.merge_manifests(new[content] + kept[content], policy, target, entries_of)
+        written.extend(
+            m.manifest_path
+            for m in merged
+            if m.manifest_path not in written and m.added_snapshot_id == snapshot_id
+        )
+        out.extend(merged)
+    faults.check("manifests-merged")
+    listed = {m.manifest_path for m in out}
+    for path in [p for p in written if p not in listed]:  # this commit's manifests merged away
+        _remove(io, path)
+        written.remove(path)
+    return out
+
+
+def _rewritten(entry: ManifestEntry, removed: set[str], snapshot_id: int) -> ManifestEntry:
+    """An entry as ``rewrite_without`` wrote it (DELETED by this snapshot, or EXISTING as it was)."""
+    if entry.data_file.file_path in removed:
+        return ManifestEntry.from_args(
+            status=ManifestEntryStatus.DELETED,
+            snapshot_id=snapshot_id,
+            sequence_number=entry.sequence_number,
+            file_sequence_number=entry.file_sequence_number,
+            data_file=entry.data_file,
+        )
+    return entry  # EXISTING/ADDED of an earlier snapshot: merged as EXISTING
+
+
+def _remove(io: FileIO, path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        io.delete(path)
 
 
 def main_branch_update(snapshot_id: int) -> SetSnapshotRefUpdate:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
+from pyiceberg.expressions import BooleanExpression
 from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import (
     compute_statistics_plan,
@@ -25,6 +26,7 @@ from pyiceberg.types import LongType, NestedField, PrimitiveType, StringType
 from rowops.errors import SnapshotExpiredError
 from rowops.meta.evolution import promoted_ids, stored_types
 from rowops.meta.fileio import read_footer
+from rowops.meta.manifests import PartitionFilter, read_all
 from rowops.meta.paths import normalize_path, to_uri
 
 FILE_PATH_ID, POS_ID = 2147483546, 2147483545
@@ -137,6 +139,9 @@ class TableFiles:
     data: tuple[LiveFile, ...]
     position_deletes: tuple[LiveFile, ...]
     equality_deletes: tuple[LiveFile, ...]
+    # Not None: only files whose partition may match this filter were listed (``manifests`` still holds
+    # every manifest of the snapshot). Such a listing plans and reads; commits need the full one.
+    partition_filter: PartitionFilter | None = field(default=None, compare=False, repr=False)
 
     @property
     def deletes(self) -> tuple[LiveFile, ...]:
@@ -168,25 +173,42 @@ def _with_stored_types(f: LiveFile, io: FileIO, promoted: frozenset[int]) -> Liv
     return replace(f, stored=stored_types(io, f.path, promoted))
 
 
-def live_files(metadata: TableMetadata, io: FileIO, snapshot_id: int | None = None) -> TableFiles:
-    """List the live files of a snapshot (the current one by default)."""
+def live_files(
+    metadata: TableMetadata,
+    io: FileIO,
+    snapshot_id: int | None = None,
+    partition_filter: BooleanExpression | None = None,
+) -> TableFiles:
+    """List the live files of a snapshot (the current one by default).
+
+    Manifests are read in parallel threads through the process-wide cache (``meta/manifests.py``).
+
+    Args:
+        partition_filter: a row filter on table columns (pyiceberg expression). Only files whose
+            partition may hold a matching row are listed: manifests whose partition summaries exclude
+            it are not opened, entries of other partitions are skipped. Delete files are filtered by the
+            same inclusive projection, so every delete that may apply to a listed data file is listed
+            (position deletes share their data file's partition; equality deletes apply within their
+            partition, or everywhere when their spec is unpartitioned, which projects to true).
+    """
     snapshot = (
         metadata.snapshot_by_id(snapshot_id) if snapshot_id is not None else metadata.current_snapshot()
     )
     if snapshot is None:
         return TableFiles(None, 0, (), (), (), ())
+    keep = PartitionFilter(metadata, partition_filter) if partition_filter is not None else None
     try:
         manifests = tuple(snapshot.manifests(io))
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            entry_lists = list(
-                pool.map(lambda m: m.fetch_manifest_entry(io, discard_deleted=True), manifests)
-            )
+        wanted = [m for m in manifests if keep is None or keep.manifest(m)]
+        entry_lists = read_all(wanted, io)
     except FileNotFoundError:
         raise SnapshotExpiredError(
             f"Snapshot {snapshot.snapshot_id} of the table at {metadata.location} was expired: its manifest "
             "list or manifests are gone (deleted by table.expire_snapshots, or removed by hand)"
         ) from None
     files = [_live(e, metadata) for entries in entry_lists for e in entries]
+    if keep is not None:
+        files = [f for f in files if keep.partition(f.spec_id, f.partition)]
     promoted = promoted_ids(metadata)
     if promoted:  # a widened column: which type does each file store? (footers, cached)
         with ThreadPoolExecutor(max_workers=8) as pool:
@@ -198,6 +220,7 @@ def live_files(metadata: TableMetadata, io: FileIO, snapshot_id: int | None = No
         data=tuple(f for f in files if f.content == DataFileContent.DATA),
         position_deletes=tuple(f for f in files if f.content == DataFileContent.POSITION_DELETES),
         equality_deletes=tuple(f for f in files if f.content == DataFileContent.EQUALITY_DELETES),
+        partition_filter=keep,
     )
 
 
