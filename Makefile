@@ -21,7 +21,7 @@ CONNECT_ENV := PYTHONPATH=$(CURDIR) ROWOPS_CONNECT_SERVER_PYTHON=$(abspath $(PY4
 SPARK4_SUBSET ?= tests/spark/test_compat.py tests/spark/test_behaviour.py
 SPARK4_K ?= compat or position-delete
 
-.PHONY: install install4 install-connect run pipeline-demo test test-s3 test-spark4 test-connect test-slow test-crash test-cluster test-all lint bench bench-log bench-conflicts bench-manifests clean
+.PHONY: install install4 install-connect run pipeline-demo test test-s3 test-spark4 test-connect test-slow test-crash test-cluster test-all lint bench bench-log bench-conflicts bench-manifests bench-metadata clean
 
 install: $(STAMP)
 
@@ -108,6 +108,12 @@ bench: install
 LOG_BENCH_ARGS ?=
 bench-log: install
 	$(PY) -m tpcds.log_scale --out tpcds/results $(LOG_BENCH_ARGS)
+
+# planning/commit time vs file count (1,000 / 10,000 files, 1,000 commits), rowops vs Iceberg 1.10.2;
+#   make bench-metadata METADATA_BENCH_ARGS="--files 1000,10000,100000"
+METADATA_BENCH_ARGS ?=
+bench-metadata: install
+	$(PY) -m tpcds.metadata_scale --out tpcds/results $(METADATA_BENCH_ARGS)
 
 # false aborts of row- vs file-level conflict detection on racing updates (tpcds/false_aborts.py)
 bench-conflicts: install

@@ -47,9 +47,11 @@ from rowops.plan.colocation import JoinLayout, plan_join
 from rowops.plan.cost import Estimate
 from rowops.plan.debt import read_debt
 from rowops.plan.explain import FileGroup, PlanReport, format_report
+from rowops.plan.metadata_delete import METADATA_ONLY, WholeFileDelete, whole_file_delete, whole_reason
+from rowops.plan.predicates import candidates as predicate_candidates
 from rowops.plan.pruning import prune_files
 from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, HYBRID, Decision, TableFacts, choose_strategy
-from rowops.spec.operations import MergeSpec, OperationSpec, UpdateSpec, describe
+from rowops.spec.operations import DeleteSpec, MergeSpec, OperationSpec, UpdateSpec, describe
 from rowops.spec.properties import isolation_level, row_level_conflicts
 from rowops.spec.results import OperationResult
 
@@ -83,6 +85,7 @@ class Planned:
     read_weight: float
     report: PlanReport
     source_keys: SourceKeys | None = None
+    whole_files: WholeFileDelete | None = None  # a DELETE committed by metadata alone
 
 
 def _property(loaded: LoadedTable, key: str, default: str) -> str:
@@ -147,8 +150,12 @@ def _plan(
     facts = table_facts(loaded, files)
     read_weight = float(_property(loaded, "rowops.read-weight", "1"))
     pinned = loaded.metadata.properties.get("rowops.strategy")
-    candidates, estimate, keyed = list(files.data), None, None
+    candidates, estimate, keyed, whole = list(files.data), None, None, None
     keys = list(spec.on_columns or ()) if isinstance(spec, MergeSpec) else []
+    if isinstance(spec, (UpdateSpec, DeleteSpec)):  # prune by the predicate (``plan/predicates.py``)
+        sensitive = case_sensitive(table.lake.spark)
+        candidates, all_rows = predicate_candidates(spec.where, files.data, loaded.metadata, sensitive)
+        whole = whole_file_delete(files, candidates, all_rows) if isinstance(spec, DeleteSpec) else None
     if source is not None and keys and strategy != EQUALITY_DELETE:
         with spark_errors(describe(spec)):
             partitions = sorted({f.partition for f in files.data}, key=repr)
@@ -168,20 +175,32 @@ def _plan(
     unique = keyed.keys_unique if keyed else None
     decision = choose_strategy(strategy, spec, facts, estimate, read_weight, pinned, unique)
     layout = _join_layout(spec, source, keyed, decision, loaded, candidates)
+    scanned = len(candidates) if decision.scans_target and whole is None else 0
     report = PlanReport(
         operation=describe(spec),
         requested=strategy,
-        strategy=decision.strategy,
-        reason=decision.reason,
-        costs=decision.costs,
+        strategy=decision.strategy if whole is None else METADATA_ONLY,
+        reason=decision.reason if whole is None else whole_reason(whole),
+        costs=decision.costs if whole is None else {},
         files_total=len(files.data),
-        files_scanned=len(candidates) if decision.scans_target else 0,
-        files_pruned=len(files.data) - len(candidates) if decision.scans_target else 0,
+        files_scanned=scanned,
+        files_pruned=len(files.data) - scanned if decision.scans_target else 0,
         colocated=layout.colocated if isinstance(spec, MergeSpec) else None,
         colocated_reason=layout.reason,
     )
     return Planned(
-        table, spec, source, loaded, files, decision, tuple(candidates), layout, read_weight, report, keyed
+        table,
+        spec,
+        source,
+        loaded,
+        files,
+        decision,
+        tuple(candidates),
+        layout,
+        read_weight,
+        report,
+        keyed,
+        whole,
     )
 
 
@@ -258,6 +277,10 @@ def _check_cardinality(planned: Planned, changes: RowChanges, repeated: list[tup
 def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int | None]]:
     """Run the chosen encoding; returns what was written and the row counts."""
     spec, source = planned.spec, planned.source
+    if planned.whole_files is not None:
+        whole = planned.whole_files
+        gone = {f.path for f in whole.data}
+        return Written(removed_data=gone, removed_deletes=set(whole.deletes)), {"delete": whole.rows}
     if planned.decision.strategy == EQUALITY_DELETE:
         assert isinstance(spec, MergeSpec) and source is not None and spec.on_columns is not None
         upsert = spec.key_upsert_or_delete == "upsert"
@@ -306,7 +329,10 @@ def _groups(written: Written, files: TableFiles) -> tuple[FileGroup, ...]:
     return tuple(groups)
 
 
-def _final_strategy(decision: Decision, groups: tuple[FileGroup, ...]) -> str:
+def _final_strategy(planned: Planned, groups: tuple[FileGroup, ...]) -> str:
+    decision = planned.decision
+    if planned.whole_files is not None:
+        return METADATA_ONLY
     if decision.strategy != HYBRID:
         return decision.strategy
     names = {g.encoding for g in groups}
@@ -328,7 +354,7 @@ def execute(planned: Planned) -> OperationResult:
         if committed is None:
             stage.discard()
     groups = _groups(written, planned.files)
-    strategy = _final_strategy(planned.decision, groups)
+    strategy = _final_strategy(planned, groups)
     report = replace(planned.report, groups=groups, strategy=strategy)
     return OperationResult(
         strategy=strategy,
@@ -365,7 +391,8 @@ def explain(table: Table, spec: OperationSpec, source: DataFrame | None, strateg
     with operation_conf(table.lake.spark):
         planned = plan(table, spec, source, strategy)
         try:
-            spark_plan = _spark_plan(planned) if planned.decision.scans_target else ""
+            scans = planned.decision.scans_target and planned.whole_files is None
+            spark_plan = _spark_plan(planned) if scans else ""
         finally:
             release(planned.source)
     return format_report(replace(planned.report, spark_plan=spark_plan), with_spark_plan=True)
@@ -417,7 +444,7 @@ def _delta(written: Written, planned: Planned, counts: dict[str, int | None]) ->
         blind=planned.decision.strategy == EQUALITY_DELETE,
         schema_id=metadata.current_schema_id,
         extra_summary={
-            "rowops.strategy": planned.decision.strategy,
+            "rowops.strategy": METADATA_ONLY if planned.whole_files else planned.decision.strategy,
             "rowops.operation": type(spec).__name__.removesuffix("Spec").lower(),
             **{
                 f"rowops.rows-{kind.removesuffix('e')}ed": str(n)

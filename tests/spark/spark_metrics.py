@@ -90,3 +90,9 @@ def _root_paths(scan) -> list[object]:  # type: ignore[no-untyped-def]
     while it.hasNext():
         paths.append(it.next())
     return paths
+
+
+def stages_run(spark: SparkSession) -> int:
+    """How many stages Spark has run (or started) so far in this application: unchanged when an
+    operation started no Spark job."""
+    return sum(1 for _ in _stages(spark))
