@@ -10,10 +10,10 @@ one position delete file per data file, its ``file_path`` bounds equal to that p
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rowops.meta.delete_index import delete_index
 from rowops.meta.files import LiveFile, TableFiles
 
 METADATA_ONLY = "metadata-only"
@@ -28,30 +28,17 @@ class WholeFileDelete:
     rows: int
 
 
-def _position_deletes(files: TableFiles) -> tuple[dict[str, list[LiveFile]], list[LiveFile]]:
-    """Position delete files by the single data file they name, and those naming a range of files."""
-    single: dict[str, list[LiveFile]] = defaultdict(list)
-    ranged: list[LiveFile] = []
-    for d in files.position_deletes:
-        bounds = d.referenced_paths
-        if bounds is not None and bounds[0] == bounds[1]:
-            single[bounds[0]].append(d)
-        else:
-            ranged.append(d)
-    return single, ranged
-
-
 def whole_file_delete(
     files: TableFiles, candidates: Sequence[LiveFile], whole: Sequence[LiveFile]
 ) -> WholeFileDelete | None:
     """The metadata-only delete of ``candidates`` when each is in ``whole`` and its live rows are known."""
     if len(whole) != len(candidates):
         return None
-    single, ranged = _position_deletes(files)
+    index = delete_index(files)
     rows, deletes = 0, set()
     for f in whole:
-        own = single.get(f.path, [])
-        if len(own) > 1 or files.equality_deletes_apply(f) or any(d.may_reference(f.path) for d in ranged):
+        own = index.position_deletes_of(f)
+        if len(own) > 1 or index.equality_deletes_on(f) or any(d.referenced_file != f.path for d in own):
             return None
         rows += f.record_count - sum(d.record_count for d in own)
         deletes |= {d.path for d in own}
