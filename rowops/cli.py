@@ -394,6 +394,14 @@ def remove_orphans(
     _maintain(ctx, table, lambda t: t.remove_orphans(older_than=age))
 
 
+@app.command("rewrite-manifests")
+def rewrite_manifests(
+    ctx: typer.Context, table: Annotated[str, typer.Argument(help="namespace.table")]
+) -> None:
+    """Merge the table's small manifests into target-size ones (metadata only; rows unchanged)."""
+    _maintain(ctx, table, lambda t: t.rewrite_manifests())
+
+
 def main() -> None:
     """The console script."""
     app()

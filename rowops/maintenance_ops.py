@@ -24,6 +24,7 @@ from pyiceberg.table.snapshots import Operation
 from rowops.catalog.retention import expire, remove_table_orphans
 from rowops.catalog.tables import LoadedTable, TableCatalog
 from rowops.catalog.views import PinnedView
+from rowops.commit.manifests import MergePolicy, mergeable
 from rowops.commit.row_delta import RowDelta
 from rowops.errors import CatalogFeatureError, InvalidInputError, ReadOnlyError, is_cleanable
 from rowops.exec.expressions import case_sensitive
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 COMPACT_POSITION_DELETES = "compact_position_deletes"
 CONVERT_EQUALITY_DELETES = "convert_equality_deletes"
 COMPACT = "compact"
+REWRITE_MANIFESTS = "rewrite_manifests"
 
 
 @dataclass
@@ -278,6 +280,35 @@ def run(prepared: PreparedRewrite | None, operation: str, started: float) -> Mai
     if prepared is None:
         return _nothing(operation, started)
     return replace(prepared.commit(), duration_s=time.perf_counter() - started)
+
+
+def rewrite_manifests(table: Table) -> MaintenanceResult:
+    """Merge the current snapshot's small manifests into target-size ones (see ``Table.rewrite_manifests``)."""
+    started = time.perf_counter()
+    require_live(table, REWRITE_MANIFESTS)
+    loaded = table.load()
+    files = live_files(loaded.metadata, table.lake.catalog.io)
+    if not mergeable(files.manifests, MergePolicy.of(loaded.metadata.properties)):
+        return _nothing(REWRITE_MANIFESTS, started)
+    delta = RowDelta(
+        Operation.REPLACE,
+        blind=True,
+        rewrite_manifests=True,
+        schema_id=loaded.metadata.current_schema_id,
+        extra_summary={"rowops.operation": REWRITE_MANIFESTS},
+    )
+    committed = table.scope.commit_delta(loaded, files, delta)
+    snapshot = committed.metadata.current_snapshot()
+    after = snapshot.manifests(table.lake.catalog.io) if snapshot is not None else []
+    return MaintenanceResult(
+        REWRITE_MANIFESTS,
+        committed.metadata.current_snapshot_id,
+        files_read=len(files.manifests),
+        bytes_read=sum(int(m.manifest_length) for m in files.manifests),
+        files_written=sum(1 for m in after if m.added_snapshot_id == committed.metadata.current_snapshot_id),
+        files_removed=len(files.manifests) - len(after),
+        duration_s=time.perf_counter() - started,
+    )
 
 
 def _lake_catalog(table: Table, operation: str) -> TableCatalog:

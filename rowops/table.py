@@ -190,6 +190,13 @@ class Table:
         return maintenance_ops.run(prepared, "compact", started)
 
     @checked_call
+    def rewrite_manifests(self) -> MaintenanceResult:
+        """Merge the current snapshot's manifests into as few as fit ``commit.manifest.target-size-bytes``
+        (8 MB), per content and partition spec: one metadata-only ``replace`` commit (no data file is
+        read or written); commits then merge again per ``commit.manifest.min-count-to-merge``."""
+        return maintenance_ops.rewrite_manifests(self)
+
+    @checked_call
     def expire_snapshots(
         self, older_than: datetime | timedelta | None = None, retain_last: int = 1
     ) -> MaintenanceResult:

@@ -183,6 +183,20 @@ def pack_end(weights: Sequence[int], target: int) -> list[list[int]]:
     return [list(reversed(b)) for b in reversed(bins)]
 
 
+def mergeable(manifests: Sequence[ManifestFile], policy: MergePolicy) -> bool:
+    """Whether two manifests of one content and spec would share a bin of ``policy.target_bytes``.
+
+    >>> m = lambda n: ManifestFile.from_args(manifest_path="m", manifest_length=n, partition_spec_id=0,
+    ...     content=ManifestContent.DATA)
+    >>> mergeable([m(10), m(10)], MergePolicy(target_bytes=100)), mergeable([m(90), m(90)], MergePolicy(target_bytes=100))
+    (True, False)
+    """
+    groups: dict[tuple[int, int], list[int]] = {}
+    for m in manifests:
+        groups.setdefault((int(m.content), m.partition_spec_id), []).append(int(m.manifest_length))
+    return any(len(b) > 1 for sizes in groups.values() for b in pack_end(sizes, policy.target_bytes))
+
+
 EntriesOf = Callable[[ManifestFile], Iterable[ManifestEntry]]
 
 

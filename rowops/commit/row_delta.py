@@ -60,6 +60,8 @@ class RowDelta:
         extra_summary: additional snapshot summary properties.
         schema_id: the table schema the operation was planned on and wrote its files with (None:
             unknown); committing on a table whose current schema is another one is a conflict.
+        rewrite_manifests: merge every pair of manifests that fits the target size, whatever
+            ``commit.manifest.min-count-to-merge`` says (``Table.rewrite_manifests``).
     """
 
     operation: Operation
@@ -73,6 +75,7 @@ class RowDelta:
     blind: bool = False
     extra_summary: dict[str, str] = field(default_factory=dict)
     schema_id: int | None = None
+    rewrite_manifests: bool = False
 
     @property
     def touched_data(self) -> frozenset[str]:
@@ -193,6 +196,8 @@ def _manifests(
         pending[path] = [_rewritten(e, removed, snapshot_id) for e in entries]
     target = mf.MergeTarget(base.specs(), schema, io, metadata_dir, snapshot_id)
     policy = mf.MergePolicy.of(base.properties)
+    if delta.rewrite_manifests:  # maintenance: every bin of two or more manifests is merged
+        policy = mf.MergePolicy(enabled=True, min_count=2, target_bytes=policy.target_bytes)
 
     def entries_of(m: ManifestFile) -> list[ManifestEntry]:
         return (

@@ -198,3 +198,45 @@ def test_manifest_reads_are_cached(lake) -> None:  # type: ignore[no-untyped-def
     live_files(table.metadata, table.lake.catalog.io)
     append_rows(table, [_row(9)])  # lists and commits on top of the 5 cached manifests
     assert CACHE.misses == 5 and CACHE.hits >= 15
+
+
+def test_rewrite_manifests_merges_every_small_manifest(lake, strategy, java) -> None:  # type: ignore[no-untyped-def]
+    """Maintenance: with merging off on commit, 13 commits leave 8 or more manifests; ``rewrite_manifests``
+    merges them into one per content (rows, sequence numbers and deletes unchanged), then has nothing
+    left to do."""
+    props = {"commit.manifest-merge.enabled": "false"}
+    table = lake.create_table("db.t", SCHEMA, identifier=["k"], properties=props)
+    expected = {}
+    for k in range(10):
+        append_rows(table, [_row(k)])
+        expected[k] = "a"
+    spark = lake.spark
+    source = spark.createDataFrame([(1, 1, "b"), (2, 2, "b")], SCHEMA)
+    table.merge(source, on=["k"]).when_matched().update_all().when_not_matched().insert_all().execute(
+        strategy
+    )
+    table.merge(spark.createDataFrame([(3, 0, "x")], SCHEMA), on=["k"]).when_matched().delete().execute(
+        strategy
+    )
+    expected.update({1: "b", 2: "b"})
+    del expected[3]
+    append_rows(table, [_row(3, "c")])  # newer than its delete: must stay visible after the rewrite
+    expected[3] = "c"
+    before_entries = {
+        p: (int(e.sequence_number), int(e.file_sequence_number)) for p, e in _entries_by_path(table).items()
+    }
+    before = table.files().manifests
+    assert len(before) >= 8
+    result = table.rewrite_manifests()
+    after = table.files().manifests
+    assert result.snapshot_id == table.current_snapshot_id
+    assert result.files_read == len(before) and result.files_written == len(after)
+    assert len(after) == len({m.content for m in before})  # one data (+ one delete) manifest
+    assert table.metadata.current_snapshot().summary.operation.value == "replace"
+    entries = {
+        p: (int(e.sequence_number), int(e.file_sequence_number)) for p, e in _entries_by_path(table).items()
+    }
+    assert entries == before_entries
+    assert_readers_agree(table, _tuples(expected), COLUMNS, java)
+    again = table.rewrite_manifests()
+    assert again.snapshot_id is None and table.files().manifests == after
