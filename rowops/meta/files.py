@@ -26,7 +26,7 @@ from pyiceberg.types import LongType, NestedField, PrimitiveType, StringType
 from rowops.errors import SnapshotExpiredError
 from rowops.meta.evolution import promoted_ids, stored_types
 from rowops.meta.fileio import read_footer
-from rowops.meta.manifests import PartitionFilter, read_all
+from rowops.meta.manifests import PartitionFilter, read_live
 from rowops.meta.paths import normalize_path, to_uri
 
 FILE_PATH_ID, POS_ID = 2147483546, 2147483545
@@ -200,13 +200,13 @@ def live_files(
     try:
         manifests = tuple(snapshot.manifests(io))
         wanted = [m for m in manifests if keep is None or keep.manifest(m)]
-        entry_lists = read_all(wanted, io)
+        per_manifest = read_live(wanted, io, lambda e: _live(e, metadata))
     except FileNotFoundError:
         raise SnapshotExpiredError(
             f"Snapshot {snapshot.snapshot_id} of the table at {metadata.location} was expired: its manifest "
             "list or manifests are gone (deleted by table.expire_snapshots, or removed by hand)"
         ) from None
-    files = [_live(e, metadata) for entries in entry_lists for e in entries]
+    files = [f for live in per_manifest for f in live]
     if keep is not None:
         files = [f for f in files if keep.partition(f.spec_id, f.partition)]
     promoted = promoted_ids(metadata)

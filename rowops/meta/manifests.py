@@ -21,6 +21,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import expression_evaluator, inclusive_projection, manifest_evaluator
@@ -31,6 +32,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.typedef import Record
 
 READ_THREADS = 8
+T = TypeVar("T")
 _DEFAULT_CAPACITY = 200_000
 
 CacheKey = tuple[str, int, int]
@@ -53,6 +55,9 @@ class ManifestCache:
         self.capacity = capacity
         self.size = 0
         self._items: OrderedDict[CacheKey, tuple[ManifestEntry, ...]] = OrderedDict()
+        # per manifest, the live entries as a caller's objects (``meta/files.py``'s ``LiveFile``s):
+        # built once, dropped with the entries (same key, same bound)
+        self._live: dict[CacheKey, tuple[Any, ...]] = {}
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -76,12 +81,29 @@ class ManifestCache:
             self._items[key] = value
             self.size += len(value)
             while self.size > self.capacity:
-                _, evicted = self._items.popitem(last=False)
+                evicted_key, evicted = self._items.popitem(last=False)
+                self._live.pop(evicted_key, None)
                 self.size -= len(evicted)
+
+    def get_live(self, key: CacheKey) -> tuple[Any, ...] | None:
+        """The live entries of a cached manifest as built by :meth:`put_live` (a hit), else None."""
+        with self._lock:
+            value = self._live.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+                self.hits += 1
+            return value
+
+    def put_live(self, key: CacheKey, value: tuple[Any, ...]) -> None:
+        """Keep ``value`` (built from the live entries of the manifest ``key``) while its entries stay."""
+        with self._lock:
+            if key in self._items:
+                self._live[key] = value
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._live.clear()
             self.size = self.hits = self.misses = 0
 
 
@@ -93,7 +115,7 @@ def _capacity() -> int:
 CACHE = ManifestCache(_capacity())
 
 
-def _key(manifest: ManifestFile) -> CacheKey:
+def manifest_key(manifest: ManifestFile) -> CacheKey:
     return (manifest.manifest_path, int(manifest.manifest_length), int(manifest.sequence_number or 0))
 
 
@@ -102,7 +124,7 @@ def read_entries(manifest: ManifestFile, io: FileIO, live_only: bool = True) -> 
 
     The entries returned are shared with the cache: callers must not mutate them.
     """
-    key = _key(manifest)
+    key = manifest_key(manifest)
     cached = CACHE.get(key)
     if cached is None:
         entries = tuple(manifest.fetch_manifest_entry(io, discard_deleted=False))
@@ -122,6 +144,21 @@ def read_all(
         return [read_entries(m, io, live_only) for m in manifests]
     with ThreadPoolExecutor(max_workers=min(READ_THREADS, len(manifests))) as pool:
         return list(pool.map(lambda m: read_entries(m, io, live_only), manifests))
+
+
+def read_live(
+    manifests: Sequence[ManifestFile], io: FileIO, build: Callable[[ManifestEntry], T]
+) -> list[tuple[T, ...]]:
+    """``build`` of every live entry, per manifest; kept in the cache next to the entries, so a warm
+    listing is O(M) lookups with no per-entry work (only missing manifests are read, in parallel)."""
+    keys = [manifest_key(m) for m in manifests]
+    out: list[tuple[T, ...] | None] = [CACHE.get_live(k) for k in keys]
+    missing = [i for i, value in enumerate(out) if value is None]
+    for i, entries in zip(missing, read_all([manifests[i] for i in missing], io), strict=True):
+        built = tuple(build(e) for e in entries)
+        CACHE.put_live(keys[i], built)
+        out[i] = built
+    return [value or () for value in out]
 
 
 class PartitionFilter:
