@@ -14,11 +14,11 @@ from pyiceberg.table.metadata import TableMetadata
 from rowops import maintenance_ops, operations
 from rowops.catalog.tables import LoadedTable, TableScope
 from rowops.errors import InvalidInputError
-from rowops.exec.scan import scan
 from rowops.exec.validation import require_dataframe
 from rowops.meta import evolution
-from rowops.meta.evolution import SchemaChange, schema_of
+from rowops.meta.evolution import SchemaChange
 from rowops.meta.files import TableFiles, live_files
+from rowops.reads import read_table
 from rowops.spec.identifiers import TableIdentifier
 from rowops.spec.inputs import assignment_map, check_properties, checked_call, merge_on, optional_sql
 from rowops.spec.operations import (
@@ -116,17 +116,24 @@ class Table:
         return live_files(self.metadata, self.lake.catalog.io, snapshot_id)
 
     @checked_call
-    def to_df(self, snapshot_id: int | None = None) -> DataFrame:
-        """A Spark DataFrame of the snapshot's rows with all position and equality deletes applied."""
+    def to_df(self, snapshot_id: int | None = None, where: str | None = None) -> DataFrame:
+        """A Spark DataFrame of the snapshot's rows with all position and equality deletes applied.
+
+        Args:
+            snapshot_id: a past snapshot to read (time travel); None: the current one.
+            where: a Spark SQL filter: the same rows as ``to_df().where(where)``, but manifests and data
+                files whose partition values or column bounds cannot match are never read
+                (``rowops/reads.py``).
+        """
         metadata = self.metadata
         if snapshot_id is not None and metadata.snapshot_by_id(snapshot_id) is None:
             raise InvalidInputError(
                 f"Table {self.name} has no snapshot {snapshot_id}",
                 help="List snapshots with table.snapshots().",
             )
-        files = live_files(metadata, self.lake.catalog.io, snapshot_id)
+        df = read_table(self, snapshot_id, optional_sql(where, "where="))
         self.scope.note_read(self.identifier)
-        return scan(self.lake.spark, schema_of(metadata, snapshot_id), files)
+        return df
 
     @checked_call
     def append(self, df: DataFrame) -> OperationResult:
