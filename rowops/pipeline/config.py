@@ -47,6 +47,7 @@ MAINTENANCE_ACTIONS = (
     "compact_position_deletes",
     "convert_equality_deletes",
     "compact",
+    "rewrite_manifests",
     "expire_snapshots",
     "remove_orphans",
 )
