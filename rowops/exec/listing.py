@@ -51,19 +51,27 @@ def directories(keys: Sequence[str]) -> list[str] | None:
     True
     >>> directories(["/t/a/1.parquet", "/t/b/2.parquet"])
     ['/t/a', '/t/b']
+    >>> directories(["/t/a/1.parquet", "/t/a-b/2.parquet", "/t/a/p=1/3.parquet"])  # '-' sorts before '/'
+    ['/t/a', '/t/a-b']
     """
     normalized = [normalize_path(k) for k in keys]
-    parents = sorted({parent(k) for k in normalized})
-    roots: list[str] = []
-    for directory in parents:  # sorted: an ancestor comes before its descendants
-        if not roots or not directory.startswith(roots[-1] + "/"):
-            roots.append(directory)
+    parents = {parent(k) for k in normalized}
+    root_of = {d: _outermost(d, parents) for d in parents}  # O(depth) per directory
     for key in normalized:
-        root = max((r for r in roots if key.startswith(r + "/")), key=len)
-        names = key[len(root) + 1 :].split("/")
+        names = key[len(root_of[parent(key)]) + 1 :].split("/")
         if any(n.startswith(("_", ".")) or n.endswith("._COPYING_") for n in names):
             return None
-    return roots
+    return sorted(set(root_of.values()))
+
+
+def _outermost(directory: str, directories: set[str]) -> str:
+    """The outermost of ``directories`` that is ``directory`` or holds it."""
+    found, current = directory, directory
+    while "/" in current.rstrip("/"):
+        current = parent(current)
+        if current in directories:
+            found = current
+    return found
 
 
 def spark_name(key: str) -> str:
