@@ -79,14 +79,6 @@ def parse_plan_bytes(text: str) -> int:
     return UNKNOWN_SIZE if size >= 1 << 62 else size  # Spark's unknown: Long.MaxValue (8.0 EiB)
 
 
-def in_memory_bytes(df: DataFrame, rows: int | None) -> int:
-    """Bytes the rows take in memory: ``rows`` times the row size, else Spark's plan estimate, else a
-    count of the rows (a job over ``df`` only, when Spark has no estimate)."""
-    if rows is None and (estimate := plan_bytes(df)) < UNKNOWN_SIZE:
-        return estimate
-    return (rows if rows is not None else df.count()) * row_bytes(df.schema)
-
-
 BROADCAST_CAP_CONF = "rowops.broadcast.max-bytes"  # Spark conf: the most bytes ever broadcast at once
 DEFAULT_BROADCAST_CAP = 1 << 30
 SAMPLE_ROWS = 10_000  # rows measured (at most) to size a source
