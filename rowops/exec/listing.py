@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
+from rowops.exec.session import int_conf
 from rowops.meta.hadoop_uri import qualified_uri
 from rowops.meta.paths import normalize_path, parent, spark_uri
 
@@ -31,8 +32,7 @@ MIN_FILES = 64  # below this, naming the files costs about as little as listing 
 
 def min_files(spark: SparkSession) -> int:
     """The session's :data:`MIN_FILES_CONF` (Spark conf), else :data:`MIN_FILES`; 0 turns listing off."""
-    value = spark.conf.get(MIN_FILES_CONF, None)
-    return MIN_FILES if value is None else int(value)
+    return int_conf(spark, MIN_FILES_CONF, MIN_FILES)
 
 
 def directories(keys: Sequence[str]) -> list[str] | None:

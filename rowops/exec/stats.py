@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from rowops.exec.compat import explain_text
+from rowops.exec.session import int_conf
 
 _DEFAULT_SIZES: list[tuple[type[T.DataType], int]] = [
     (T.BooleanType, 1),
@@ -86,8 +87,7 @@ SAMPLE_ROWS = 10_000  # rows measured (at most) to size a source
 
 def broadcast_cap(spark: SparkSession) -> int:
     """The session's :data:`BROADCAST_CAP_CONF` (bytes), else :data:`DEFAULT_BROADCAST_CAP` (1 GiB)."""
-    value = spark.conf.get(BROADCAST_CAP_CONF, None)
-    return DEFAULT_BROADCAST_CAP if value is None else int(value)
+    return int_conf(spark, BROADCAST_CAP_CONF, DEFAULT_BROADCAST_CAP)
 
 
 @dataclass(frozen=True)

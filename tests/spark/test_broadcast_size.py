@@ -13,11 +13,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import rowops
-from rowops import operations
+from rowops import errors, operations
 from rowops.exec.source import release
 from rowops.exec.stats import BROADCAST_CAP_CONF, measured_bytes, physical_plan, row_bytes
 from rowops.spec.operations import simple_merge_spec
 from tests.readers import assert_readers_agree
+from tests.spark.tables import fingerprint
 
 ROWS, LONG, CAP = 800, 2048, 1 << 20
 
@@ -104,3 +105,16 @@ def test_measured_size_of_short_rows_keeps_spark_default_widths(spark: SparkSess
     size = measured_bytes(wide, 5000, sample_rows=500)
     assert 1000 < size.per_row < 1100 and size.bytes == int(5000 * size.per_row)
     assert "sampled rows" in size.basis
+
+
+def test_a_cap_that_is_not_a_number_is_refused_and_nothing_changes(lake, spark) -> None:  # type: ignore[no-untyped-def]
+    table = lake.create_table("db.t", spark.range(10).toDF("k"), identifier=["k"])
+    before = fingerprint(lake.root)
+    spark.conf.set(BROADCAST_CAP_CONF, "1GB")
+    try:
+        with pytest.raises(errors.InvalidInputError, match=r"rowops\.broadcast\.max-bytes") as caught:
+            rowops.merge(spark.range(5).toDF("k"), table, on=["k"], strategy="position-delete")
+    finally:
+        spark.conf.unset(BROADCAST_CAP_CONF)
+    assert "Help: Set rowops.broadcast.max-bytes" in str(caught.value)
+    assert fingerprint(lake.root) == before

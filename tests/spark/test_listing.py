@@ -14,6 +14,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 import rowops
+from rowops import errors
 from rowops.exec.listing import MIN_FILES_CONF
 from rowops.exec.stats import physical_plan
 from rowops.meta.paths import parent, to_uri
@@ -83,3 +84,13 @@ def test_orphans_next_to_live_files_are_never_read(lake, listing, strategy, java
     rowops.delete(table, where="k % 5 = 0", strategy=strategy if strategy != "equality-delete" else "auto")
     oracle.delete_keys([r for r in oracle.values() if r[0] % 5 == 0])
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
+
+
+def test_a_threshold_that_is_not_a_number_is_refused(local_lake, spark) -> None:  # type: ignore[no-untyped-def]
+    table = local_lake.create_table("db.t", spark.range(10).toDF("k"))
+    spark.conf.set(MIN_FILES_CONF, "-3")
+    try:
+        with pytest.raises(errors.InvalidInputError, match="directory-listing-min-files"):
+            table.to_df()
+    finally:
+        spark.conf.unset(MIN_FILES_CONF)
