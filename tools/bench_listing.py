@@ -1,16 +1,17 @@
 """What creating and planning a DataFrame over N explicitly named Parquet files costs (issue 12).
 
 For N tiny Parquet files (one directory, plus orphans that must not be read), locally and on an S3
-lake (moto on loopback, S3A test jars), it times three ways of reading exactly the named files:
+lake (moto on loopback, S3A test jars), it times four ways of reading exactly the named files:
 
 * ``explicit``: ``spark.read.parquet(*paths)`` with the listing on the driver
-  (``parallelPartitionDiscovery.threshold=100000``, rowops' setting before this change);
+  (``parallelPartitionDiscovery.threshold=100000``, rowops' setting);
 * ``explicit-job``: the same with Spark's parallel listing job (threshold 32, Spark's default);
-* ``directory``: the files' directory read once, files kept by a ``_metadata.file_path`` IN filter,
-  which Spark's file index evaluates per listed file before planning any read
-  (``PartitioningAwareFileIndex.listFiles`` applies filters on constant metadata columns), so no
-  file is stat-ed on its own — what :func:`rowops.exec.scan.read_parquet` does from
-  ``rowops.scan.directory-listing-min-files`` files on.
+* ``directory-isin``: the files' directory read once, files kept by
+  ``_metadata.file_path.isin(names)``, which Spark's file index evaluates per listed file before
+  planning any read (``PartitioningAwareFileIndex.listFiles`` applies filters on constant metadata
+  columns), so no file is stat-ed on its own; ``isin`` costs a Py4J call per name;
+* ``rowops``: :func:`rowops.exec.scan.read_parquet` listing directories (``exec/listing.py``, here
+  with ``rowops.scan.directory-listing-min-files=1``): the same filter as one SQL string.
 
 Each figure is the wall time of creating the DataFrame plus planning it (``explain``: the physical
 plan lists the files), best of ``--repeat`` runs; with ``--count`` the rows are counted once as a
@@ -38,7 +39,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pyspark
-from pyarrow import fs as pafs
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -46,6 +46,7 @@ from pyspark.sql import types as T
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rowops.exec.compat import explain_text
+from rowops.exec.listing import MIN_FILES_CONF
 from rowops.exec.scan import read_parquet
 from rowops.meta.fileio import s3a_conf
 from rowops.meta.paths import spark_uri
@@ -59,16 +60,16 @@ def tiny_table(rows: int, start: int) -> pa.Table:
     return pa.table({"k": pa.array(range(start, start + rows), pa.int64()), "v": ["x"] * rows})
 
 
-def write_files(filesystem: pafs.FileSystem, root: str, count: int) -> list[str]:
+def write_files(put: Callable[[str, bytes], None], root: str, count: int) -> list[str]:
     """``count`` named files plus :data:`ORPHANS` orphans in ``root``; the named ones' paths."""
     names = [f"{root}/data/{i:07d}-f.parquet" for i in range(count + ORPHANS)]
-    filesystem.create_dir(f"{root}/data", recursive=True)
 
     def write(i: int) -> None:
-        with filesystem.open_output_stream(names[i]) as out:
-            pq.write_table(tiny_table(2, 2 * i), out)
+        sink = pa.BufferOutputStream()
+        pq.write_table(tiny_table(2, 2 * i), sink)
+        put(names[i], sink.getvalue().to_pybytes())
 
-    with ThreadPoolExecutor(16) as pool:
+    with ThreadPoolExecutor(8) as pool:
         list(pool.map(write, range(len(names))))
     return names[:count]
 
@@ -116,29 +117,35 @@ def measure(
     return out
 
 
+Storage = tuple[Callable[[str, bytes], None], str, Callable[[str], str]]  # put, root, path -> key
+
+
 @contextmanager
-def local_root() -> Iterator[tuple[pafs.FileSystem, str, Callable[[str], str]]]:
+def local_root() -> Iterator[Storage]:
+    def put(path: str, data: bytes) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_bytes(data)
+
     with tempfile.TemporaryDirectory(prefix="bench-listing-") as tmp:
-        yield pafs.LocalFileSystem(), tmp, lambda path: path
+        yield put, tmp, lambda path: path
 
 
 @contextmanager
-def s3_root(spark: SparkSession) -> Iterator[tuple[pafs.FileSystem, str, Callable[[str], str]]]:
-    from tests.oracles.s3_server import REGION, s3_server
+def s3_root(spark: SparkSession) -> Iterator[Storage]:
+    """A bucket on a moto server; objects put with boto3 (pyarrow's S3 file system checks parent
+    "directories" on every write, quadratic in the files of a prefix on moto)."""
+    from tests.oracles.s3_server import s3_server
 
     with s3_server() as server:
         for key, value in s3a_conf(server.options).items():
             spark.conf.set(key.removeprefix("spark.hadoop."), value)
         bucket = server.new_bucket()
-        opts = server.options
-        filesystem = pafs.S3FileSystem(
-            access_key=opts["s3.access-key-id"],
-            secret_key=opts["s3.secret-access-key"],
-            endpoint_override=server.endpoint,
-            scheme="http",
-            region=REGION,
-        )
-        yield filesystem, bucket + "/lake", lambda path: "s3://" + path
+        client = server.client()
+
+        def put(path: str, data: bytes) -> None:
+            client.put_object(Bucket=bucket, Key=path.split("/", 1)[1], Body=data)
+
+        yield put, bucket + "/lake", lambda path: "s3://" + path
 
 
 def main() -> None:
@@ -157,13 +164,14 @@ def main() -> None:
         builder = builder.config(key, value)
     spark = builder.config("spark.driver.memory", "2g").getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    spark.conf.set(MIN_FILES_CONF, "1")  # "rowops" lists directories on local files too
     results = []
     try:
-        with s3_root(spark) if args.s3 else local_root() as (filesystem, root, to_key):
+        with s3_root(spark) if args.s3 else local_root() as (put, root, to_key):
             for n in args.files:
                 sub = f"{root}/n{n}"
                 print(f"{'s3' if args.s3 else 'local'} N={n}: writing", flush=True)
-                keys = [to_key(p) for p in write_files(filesystem, sub, n)]
+                keys = [to_key(p) for p in write_files(put, sub, n)]
                 results.append({"files": n, **measure(spark, keys, args.repeat, args.count, args.skip)})
                 write_report(args, results)
     finally:

@@ -45,8 +45,8 @@ DEFAULT_CONF = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "16",
     "spark.sql.adaptive.enabled": "true",
-    # rowops names the exact files to read (below 64 files; from there on it lists their directories,
-    # exec/listing.py); listing more than 32 paths in a Spark job cost ~0.8 s per DataFrame (vs 0.06 s
+    # rowops names the exact files to read (on object storage from 64 files on it lists their
+    # directories, exec/listing.py); listing more than 32 paths in a Spark job cost ~0.8 s per DataFrame (vs 0.06 s
     # on the driver) after ten upserts of TPC-DS SF 1
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
 }
