@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 import rowops
 from rowops import errors
-from rowops.exec.listing import MIN_FILES_CONF
+from rowops.exec.listing import MIN_FILES, MIN_FILES_CONF, min_files
 from rowops.exec.stats import physical_plan
 from rowops.meta.paths import parent, to_uri
 from tests.conftest import make_lake
@@ -94,3 +94,8 @@ def test_a_threshold_that_is_not_a_number_is_refused(local_lake, spark) -> None:
             table.to_df()
     finally:
         spark.conf.unset(MIN_FILES_CONF)
+
+
+def test_directories_are_listed_by_default_on_object_storage_only(spark) -> None:  # type: ignore[no-untyped-def]
+    assert spark.conf.get(MIN_FILES_CONF, None) is None
+    assert (min_files(spark, remote=True), min_files(spark, remote=False)) == (MIN_FILES, 0)
