@@ -35,7 +35,7 @@ from rowops.exec.scan import POS_COL, file_uris, read_data_files, scan
 from rowops.exec.session import operation_conf
 from rowops.exec.slicing import join_slices
 from rowops.exec.source import evaluate_once, release
-from rowops.exec.stats import in_memory_bytes, physical_plan
+from rowops.exec.stats import broadcast_cap, measured_bytes, physical_plan
 from rowops.exec.strategies import WriteContext, Written
 from rowops.exec.summary import summarize
 from rowops.exec.validation import check_source
@@ -220,12 +220,12 @@ def _join_layout(
     if _property(loaded, "rowops.colocated-join.enabled", "true").lower() != "true":
         return JoinLayout("shuffle", COLOCATION_DISABLED)
     limit = int(_property(loaded, "rowops.colocated-join.max-bytes", str(DEFAULT_COLOCATED_MAX_BYTES)))
-    size = in_memory_bytes(source, keyed.rows if keyed else None)
+    limit = min(limit, broadcast_cap(source.sparkSession))  # measured bytes, hard cap: exec/stats.py
+    size = measured_bytes(source, keyed.rows if keyed else None)
     by_partition = None
     if keyed and keyed.rows_by_partition is not None and loaded.metadata.spec().fields:
-        per_row = size / max(keyed.rows, 1)
-        by_partition = {p: int(n * per_row) for p, n in keyed.rows_by_partition.items()}
-    return plan_join(size, by_partition, {f.partition for f in candidates}, limit)
+        by_partition = {p: int(n * size.per_row) for p, n in keyed.rows_by_partition.items()}
+    return plan_join(size.bytes, by_partition, {f.partition for f in candidates}, limit, basis=size.basis)
 
 
 def row_changes(planned: Planned, spark: SparkSession, columns: list[str]) -> RowChanges:

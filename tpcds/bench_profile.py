@@ -34,7 +34,7 @@ PROFILE_TARGETS: tuple[tuple[str, str], ...] = (
     ("rowops.operations", "live_files"),
     ("rowops.operations", "scan_source_keys"),
     ("rowops.operations", "prune_files"),
-    ("rowops.operations", "in_memory_bytes"),
+    ("rowops.operations", "measured_bytes"),
     ("rowops.operations", "_check_cardinality"),
     ("rowops.operations", "_delta"),
     ("rowops.operations", "data_files_from_parquet"),

@@ -25,7 +25,6 @@ per snapshot (linear in files and deletes, never their product).
 from __future__ import annotations
 
 import functools
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -35,10 +34,10 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from rowops.exec.listing import read_files, spark_name
 from rowops.exec.types import FIELD_ID_KEY, to_spark_schema, to_spark_type
 from rowops.meta.delete_index import delete_index
 from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, TableFiles
-from rowops.meta.hadoop_uri import qualified_uri
 from rowops.meta.paths import spark_uri
 
 FILE_COL, POS_COL = "_file", "_pos"
@@ -46,17 +45,10 @@ _SEQ, _DEL_SEQ, _PATH = "_seq", "_delete_seq", "_path"
 _PART, _DEL_PART = "_part", "_delete_part"
 Partitions = dict[tuple[int, tuple[object, ...]], int]  # (spec id, partition tuple) -> small id
 
-# keys Spark names by their plain URI (spark_uri: "file:" + path, s3:// as s3a://), nothing escaped
-_PLAIN = re.compile(r"^(/|s3://)[A-Za-z0-9/_.=\-]*$")
-
 
 def file_uri(spark: SparkSession, path: str) -> str:
-    """Spark's ``_metadata.file_path`` for the file at ``path`` (a manifest path).
-
-    Plain local paths only gain the ``file:`` scheme; anything else is qualified as Hadoop does it for
-    Spark's file index (``Path.toUri``, which URL-encodes), computed in Python (no JVM: Spark Connect).
-    """
-    return spark_uri(path) if _PLAIN.match(path) else qualified_uri(path)
+    """Spark's ``_metadata.file_path`` for the file at ``path`` (a manifest path): ``listing.spark_name``."""
+    return spark_name(path)
 
 
 def file_uris(spark: SparkSession, files: Iterable[LiveFile]) -> dict[str, str]:
@@ -65,10 +57,11 @@ def file_uris(spark: SparkSession, files: Iterable[LiveFile]) -> dict[str, str]:
 
 
 def read_parquet(spark: SparkSession, schema: T.StructType, paths: Sequence[str]) -> DataFrame:
-    """Read Parquet files (local paths) by Iceberg field id (files given explicitly; no partition
-    inference); Spark is given ``file:``/``s3a:`` URIs, whatever the session's default file system."""
+    """Read exactly the Parquet files at ``paths`` (keys) by Iceberg field id (no partition inference);
+    Spark is given ``file:``/``s3a:`` URIs, whatever the session's default file system: the files by
+    name, or from :data:`listing.MIN_FILES` files on their directories, files kept by name (``exec/listing.py``)."""
     reader = spark.read.schema(schema).option("recursiveFileLookup", "true")
-    return reader.parquet(*[spark_uri(p) for p in paths])
+    return read_files(spark, reader, paths)
 
 
 def _empty(spark: SparkSession, schema: T.StructType) -> DataFrame:

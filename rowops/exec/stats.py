@@ -1,13 +1,25 @@
-"""Size estimates of DataFrames, from Spark's own plan statistics (no job runs)."""
+"""Size estimates of DataFrames: Spark's own plan statistics (no job runs), and measured sizes.
+
+Spark's estimates assume default widths (a string is 20 bytes), so a source of long strings is
+underestimated many times over; a broadcast forced on such an estimate (``F.broadcast`` overrides
+Spark's own threshold) can pass gigabytes through the driver. What rowops broadcasts is sized by
+:func:`measured_bytes`: the Arrow bytes per row of a small sample, never below Spark's default widths,
+with a hard cap (:data:`BROADCAST_CAP_CONF`) above which nothing is broadcast whole.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from rowops.exec.compat import explain_text
+from rowops.exec.session import int_conf
 
 _DEFAULT_SIZES: list[tuple[type[T.DataType], int]] = [
     (T.BooleanType, 1),
@@ -68,12 +80,68 @@ def parse_plan_bytes(text: str) -> int:
     return UNKNOWN_SIZE if size >= 1 << 62 else size  # Spark's unknown: Long.MaxValue (8.0 EiB)
 
 
-def in_memory_bytes(df: DataFrame, rows: int | None) -> int:
-    """Bytes the rows take in memory: ``rows`` times the row size, else Spark's plan estimate, else a
-    count of the rows (a job over ``df`` only, when Spark has no estimate)."""
-    if rows is None and (estimate := plan_bytes(df)) < UNKNOWN_SIZE:
-        return estimate
-    return (rows if rows is not None else df.count()) * row_bytes(df.schema)
+BROADCAST_CAP_CONF = "rowops.broadcast.max-bytes"  # Spark conf: the most bytes ever broadcast at once
+DEFAULT_BROADCAST_CAP = 1 << 30
+SAMPLE_ROWS = 10_000  # rows measured (at most) to size a source
+
+
+def broadcast_cap(spark: SparkSession) -> int:
+    """The session's :data:`BROADCAST_CAP_CONF` (bytes), else :data:`DEFAULT_BROADCAST_CAP` (1 GiB)."""
+    return int_conf(spark, BROADCAST_CAP_CONF, DEFAULT_BROADCAST_CAP)
+
+
+@dataclass(frozen=True)
+class MeasuredSize:
+    """A DataFrame's estimated in-memory bytes and where the figure came from (for ``explain``)."""
+
+    bytes: int
+    per_row: float
+    basis: str
+
+
+def size_from_sample(rows: int, sampled_rows: int, sampled_bytes: int, default_row: int) -> MeasuredSize:
+    """``rows`` times the sample's bytes per row, never below Spark's default row width.
+
+    >>> size_from_sample(1_000, 100, 205_000, 36)  # 2 KB strings: measured, not 36 B a row
+    MeasuredSize(bytes=2050000, per_row=2050.0, basis='measured: 2,050 B/row over 100 sampled rows')
+    >>> size_from_sample(1_000, 100, 1_500, 36).bytes  # narrow rows: Spark's default widths
+    36000
+    >>> size_from_sample(0, 0, 0, 36)
+    MeasuredSize(bytes=0, per_row=36.0, basis="Spark's default widths: 36 B/row (no rows sampled)")
+    """
+    measured = sampled_bytes / sampled_rows if sampled_rows else 0.0
+    if measured <= default_row:
+        detail = f"{sampled_rows:,} sampled rows" if sampled_rows else "no rows sampled"
+        basis = f"Spark's default widths: {default_row:,} B/row ({detail})"
+        return MeasuredSize(rows * default_row, float(default_row), basis)
+    basis = f"measured: {measured:,.0f} B/row over {sampled_rows:,} sampled rows"
+    return MeasuredSize(int(rows * measured), measured, basis)
+
+
+def arrow_sizes(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow function: one row (rows, Arrow bytes) per task, nothing else leaves the task."""
+    rows = size = 0
+    for batch in batches:
+        rows += batch.num_rows
+        size += batch.nbytes
+    yield pa.RecordBatch.from_pydict({"rows": [rows], "bytes": [size]}, _SIZES)
+
+
+_SIZES = pa.schema([("rows", pa.int64()), ("bytes", pa.int64())])
+
+
+def measured_bytes(df: DataFrame, rows: int | None, sample_rows: int = SAMPLE_ROWS) -> MeasuredSize:
+    """In-memory size of ``df`` (``rows`` rows; counted when None) measured on a sample of about
+    ``sample_rows`` rows: the Arrow size of their columns, in the tasks (only two numbers per task
+    reach the driver)."""
+    total = df.count() if rows is None else rows
+    fraction = min(1.0, sample_rows / max(total, 1))
+    sample = df if fraction >= 1.0 else df.sample(fraction=fraction, seed=12)
+    sizes = sample.mapInArrow(arrow_sizes, "rows long, bytes long").agg(
+        F.sum("rows").alias("rows"), F.sum("bytes").alias("bytes")
+    )
+    found = sizes.collect()[0]
+    return size_from_sample(total, int(found["rows"] or 0), int(found["bytes"] or 0), row_bytes(df.schema))
 
 
 def physical_plan(df: DataFrame) -> str:

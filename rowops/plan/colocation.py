@@ -96,6 +96,7 @@ def plan_join(
     target_partitions: Iterable[Partition],
     limit: int,
     enabled: bool = True,
+    basis: str = "",
 ) -> JoinLayout:
     """Choose the join layout.
 
@@ -104,11 +105,13 @@ def plan_join(
         by_partition: source bytes per target partition (the transform of the source keys), or
             None when the partitioning is not derived from the join keys.
         target_partitions: partitions of the target files the join reads.
-        limit: the most source bytes broadcast at once (``rowops.colocated-join.max-bytes``).
+        limit: the most source bytes broadcast at once (``rowops.colocated-join.max-bytes``, at most
+            ``rowops.broadcast.max-bytes``).
+        basis: where ``source_bytes`` came from, shown in the reason (e.g. measured bytes per row).
     """
     if not enabled:
         return JoinLayout("shuffle", DISABLED)
-    size, cap = f"source ~{_mib(source_bytes)} MiB", _cap(limit)
+    size, cap = f"source ~{_mib(source_bytes)} MiB" + (f" ({basis})" if basis else ""), _cap(limit)
     if source_bytes <= limit:
         return JoinLayout("broadcast", f"{size} <= {cap}: broadcast to the target's scan tasks")
     if by_partition is None:
