@@ -4,7 +4,7 @@ Spark's file source stats every file it is given by name, one by one on the driv
 (``DataSource.checkAndGlobPathIfNecessary`` checks each path, then ``InMemoryFileIndex`` lists each
 one; a Spark job does it when there are more than ``parallelPartitionDiscovery.threshold`` paths,
 which costs a job per DataFrame). On object storage that is a few requests per file. From
-:data:`MIN_FILES` files on object storage (local files: only when :data:`MIN_FILES_CONF` is set), rowops gives Spark the files' *directories* instead (one listing per
+:data:`MIN_FILES` files on object storage (local files: above Spark's parallel-discovery threshold), rowops gives Spark the files' *directories* instead (one listing per
 directory: a LIST request per 1,000 entries on S3) and keeps exactly the named files with a filter on
 ``_metadata.file_path``: Spark's file index evaluates filters on constant metadata columns per listed
 file, before any read is planned (``PartitioningAwareFileIndex.listFiles``, Spark 3.4+, 4.x), so
@@ -30,11 +30,20 @@ MIN_FILES_CONF = "rowops.scan.directory-listing-min-files"
 MIN_FILES = 64  # below this, naming the files costs about as little as listing their directories
 
 
+DISCOVERY_CONF = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+
+
 def min_files(spark: SparkSession, remote: bool) -> int:
-    """The session's :data:`MIN_FILES_CONF` (Spark conf; 0: never list); unset, :data:`MIN_FILES` on
-    object storage and 0 for local files (a local stat is a cheap system call: naming 10,000 local
-    files cost the same as listing, 100,000 cost less, ``tools/bench_listing.py``)."""
-    return int_conf(spark, MIN_FILES_CONF, MIN_FILES if remote else 0)
+    """The session's :data:`MIN_FILES_CONF` (Spark conf; 0: never list). Unset: :data:`MIN_FILES` on
+    object storage; for local files, one more than Spark's ``parallelPartitionDiscovery.threshold``
+    (32 by default, 100,000 in rowops' own session). A local stat is a cheap system call (naming
+    10,000 local files cost the same as listing, 100,000 less), but above that threshold Spark stats
+    named files in a Spark job of up to 10,000 tasks per DataFrame (4.6 s for 1,000 files, 31 s for
+    10,000: ``tools/bench_listing.py``), which listing their few directories avoids."""
+    if remote:
+        return int_conf(spark, MIN_FILES_CONF, MIN_FILES)
+    discovery = int_conf(spark, DISCOVERY_CONF, 32)
+    return int_conf(spark, MIN_FILES_CONF, discovery + 1)
 
 
 def directories(keys: Sequence[str]) -> list[str] | None:

@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 import rowops
 from rowops import errors
-from rowops.exec.listing import MIN_FILES, MIN_FILES_CONF, min_files
+from rowops.exec.listing import DISCOVERY_CONF, MIN_FILES, MIN_FILES_CONF, min_files
 from rowops.exec.stats import physical_plan
 from rowops.meta.paths import parent, to_uri
 from tests.conftest import make_lake
@@ -96,6 +96,15 @@ def test_a_threshold_that_is_not_a_number_is_refused(local_lake, spark) -> None:
         spark.conf.unset(MIN_FILES_CONF)
 
 
-def test_directories_are_listed_by_default_on_object_storage_only(spark) -> None:  # type: ignore[no-untyped-def]
+def test_directories_are_listed_where_naming_costs_requests_or_a_spark_job(spark) -> None:  # type: ignore[no-untyped-def]
+    """Object storage: from MIN_FILES files. Local files: only where Spark would stat the named files
+    in a listing job (more than its parallel-discovery threshold: 32 in a default session)."""
     assert spark.conf.get(MIN_FILES_CONF, None) is None
-    assert (min_files(spark, remote=True), min_files(spark, remote=False)) == (MIN_FILES, 0)
+    previous = spark.conf.get(DISCOVERY_CONF)
+    try:
+        spark.conf.set(DISCOVERY_CONF, "32")
+        assert (min_files(spark, remote=True), min_files(spark, remote=False)) == (MIN_FILES, 33)
+        spark.conf.set(DISCOVERY_CONF, "100000")  # rowops' own session
+        assert min_files(spark, remote=False) == 100001
+    finally:
+        spark.conf.set(DISCOVERY_CONF, previous)
