@@ -4,7 +4,7 @@ Spark's file source stats every file it is given by name, one by one on the driv
 (``DataSource.checkAndGlobPathIfNecessary`` checks each path, then ``InMemoryFileIndex`` lists each
 one; a Spark job does it when there are more than ``parallelPartitionDiscovery.threshold`` paths,
 which costs a job per DataFrame). On object storage that is a few requests per file. From
-:data:`MIN_FILES` files on object storage (local files: above Spark's parallel-discovery threshold), rowops gives Spark the files' *directories* instead (one listing per
+:data:`MIN_FILES` files on object storage (local files: only when :data:`MIN_FILES_CONF` is set), rowops gives Spark the files' *directories* instead (one listing per
 directory: a LIST request per 1,000 entries on S3) and keeps exactly the named files with a filter on
 ``_metadata.file_path``: Spark's file index evaluates filters on constant metadata columns per listed
 file, before any read is planned (``PartitioningAwareFileIndex.listFiles``, Spark 3.4+, 4.x), so
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
-from rowops.exec.session import int_conf
+from rowops.exec.session import int_conf, session_conf
 from rowops.meta.hadoop_uri import qualified_uri
 from rowops.meta.paths import is_remote, normalize_path, parent, spark_uri
 
@@ -31,19 +31,15 @@ MIN_FILES = 64  # below this, naming the files costs about as little as listing 
 
 
 DISCOVERY_CONF = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+# while Spark resolves a read's files: stat or list them on the driver, never in a Spark job
+DRIVER_LISTING = {DISCOVERY_CONF: "100000"}
 
 
 def min_files(spark: SparkSession, remote: bool) -> int:
-    """The session's :data:`MIN_FILES_CONF` (Spark conf; 0: never list). Unset: :data:`MIN_FILES` on
-    object storage; for local files, one more than Spark's ``parallelPartitionDiscovery.threshold``
-    (32 by default, 100,000 in rowops' own session). A local stat is a cheap system call (naming
-    10,000 local files cost the same as listing, 100,000 less), but above that threshold Spark stats
-    named files in a Spark job of up to 10,000 tasks per DataFrame (4.6 s for 1,000 files, 31 s for
-    10,000: ``tools/bench_listing.py``), which listing their few directories avoids."""
-    if remote:
-        return int_conf(spark, MIN_FILES_CONF, MIN_FILES)
-    discovery = int_conf(spark, DISCOVERY_CONF, 32)
-    return int_conf(spark, MIN_FILES_CONF, discovery + 1)
+    """The session's :data:`MIN_FILES_CONF` (Spark conf; 0: never list); unset, :data:`MIN_FILES` on
+    object storage and 0 for local files (a local stat is a cheap system call: naming 10,000 local
+    files cost the same as listing, 100,000 cost less, ``tools/bench_listing.py``)."""
+    return int_conf(spark, MIN_FILES_CONF, MIN_FILES if remote else 0)
 
 
 def directories(keys: Sequence[str]) -> list[str] | None:
@@ -99,10 +95,14 @@ def read_files(spark: SparkSession, reader: DataFrameReader, keys: Sequence[str]
     directories listed and the files kept by name (see the module docstring)."""
     threshold = min_files(spark, any(is_remote(k) for k in keys[:1]))
     roots = directories(keys) if threshold and len(keys) >= threshold else None
-    if roots is None:
-        return reader.parquet(*[spark_uri(k) for k in keys])
-    names = sorted({spark_name(k) for k in keys})
-    return reader.parquet(*[spark_uri(r) for r in roots]).filter(F.expr(named_files(names)))
+    # Spark resolves the files when the DataFrame is created (classic sessions): above its parallel
+    # discovery threshold (32 paths by default, or 32 directories below a listed one) it would start a
+    # listing job of up to 10,000 tasks per DataFrame (4.6 s for 1,000 local files, 31 s for 10,000)
+    with session_conf(spark, DRIVER_LISTING):
+        if roots is None:
+            return reader.parquet(*[spark_uri(k) for k in keys])
+        names = sorted({spark_name(k) for k in keys})
+        return reader.parquet(*[spark_uri(r) for r in roots]).filter(F.expr(named_files(names)))
 
 
 def named_files(names: Sequence[str]) -> str:

@@ -176,8 +176,15 @@ def _probe(
 @contextmanager
 def operation_conf(spark: SparkSession) -> Iterator[None]:
     """Apply :data:`OPERATION_CONF` for the duration of one operation, then restore the session's values."""
-    previous: dict[str, str | None] = {key: spark.conf.get(key, None) for key in OPERATION_CONF}
-    for key, value in OPERATION_CONF.items():
+    with session_conf(spark, OPERATION_CONF):
+        yield
+
+
+@contextmanager
+def session_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """Apply ``settings`` to the session while the block runs, then restore the session's values."""
+    previous: dict[str, str | None] = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
         spark.conf.set(key, value)
     try:
         yield

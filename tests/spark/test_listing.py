@@ -20,6 +20,7 @@ from rowops.exec.stats import physical_plan
 from rowops.meta.paths import parent, to_uri
 from tests.conftest import make_lake
 from tests.readers import assert_readers_agree
+from tests.spark.spark_metrics import stages_run
 from tests.spark.tables import COLUMNS, Layout, Oracle, frame, make_row
 
 
@@ -96,15 +97,25 @@ def test_a_threshold_that_is_not_a_number_is_refused(local_lake, spark) -> None:
         spark.conf.unset(MIN_FILES_CONF)
 
 
-def test_directories_are_listed_where_naming_costs_requests_or_a_spark_job(spark) -> None:  # type: ignore[no-untyped-def]
-    """Object storage: from MIN_FILES files. Local files: only where Spark would stat the named files
-    in a listing job (more than its parallel-discovery threshold: 32 in a default session)."""
+def test_directories_are_listed_by_default_on_object_storage_only(spark) -> None:  # type: ignore[no-untyped-def]
     assert spark.conf.get(MIN_FILES_CONF, None) is None
+    assert (min_files(spark, remote=True), min_files(spark, remote=False)) == (MIN_FILES, 0)
+
+
+def test_reads_resolve_files_on_the_driver_in_any_session(lake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A user's session keeps Spark's parallel-discovery threshold (32): a read of more files than that
+    must not start a listing job (one per DataFrame, up to 10,000 tasks)."""
+    spark = lake.spark
+    rows = spark.range(40).selectExpr("id", "CAST(id AS INT) AS g")
+    table = lake.create_table("db.t", rows, partition_by=["g"])  # 40 files in 40 directories
+    assert len(table.files().data) == 40
     previous = spark.conf.get(DISCOVERY_CONF)
     try:
         spark.conf.set(DISCOVERY_CONF, "32")
-        assert (min_files(spark, remote=True), min_files(spark, remote=False)) == (MIN_FILES, 33)
-        spark.conf.set(DISCOVERY_CONF, "100000")  # rowops' own session
-        assert min_files(spark, remote=False) == 100001
+        before = stages_run(spark)
+        table.to_df()
+        assert stages_run(spark) == before, "a Spark job ran while creating the DataFrame"
+        assert spark.conf.get(DISCOVERY_CONF) == "32"  # restored
+        assert sorted(r.id for r in table.to_df().collect()) == list(range(40))
     finally:
         spark.conf.set(DISCOVERY_CONF, previous)
