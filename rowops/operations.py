@@ -280,7 +280,8 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
     if planned.whole_files is not None:
         whole = planned.whole_files
         gone = {f.path for f in whole.data}
-        return Written(removed_data=gone, removed_deletes=set(whole.deletes)), {"delete": whole.rows}
+        deleted: dict[str, int | None] = {"insert": 0, "update": 0, "delete": whole.rows}
+        return Written(removed_data=gone, removed_deletes=set(whole.deletes)), deleted
     if planned.decision.strategy == EQUALITY_DELETE:
         assert isinstance(spec, MergeSpec) and source is not None and spec.on_columns is not None
         upsert = spec.key_upsert_or_delete == "upsert"
