@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -240,6 +241,7 @@ def run_rowops(work: Path, metadata: str, files: int, runs: int) -> dict[str, li
     import rowops
 
     spark = _session({})
+    shutil.rmtree(work / "lake", ignore_errors=True)  # a fresh lake per run (--reuse keeps the table)
     lake = rowops.Lakehouse(str(work / "lake"), spark=spark)
     table = lake.register_table("db.t", metadata)
     base = table.current_snapshot_id
