@@ -287,9 +287,8 @@ def run_iceberg(work: Path, files: int, runs: int) -> dict[str, list[float]]:
         }
     )
     t = "bench.db.t"
-    base = spark.sql(f"SELECT snapshot_id FROM {t}.snapshots ORDER BY committed_at DESC LIMIT 1").collect()[
-        0
-    ][0]
+    # the current snapshot (with --reuse, rolled-back deletes of earlier runs are newer snapshots)
+    base = spark.sql(f"SELECT snapshot_id FROM {t}.refs WHERE name = 'main'").collect()[0][0]
     rows = [(k, k // ROWS_PER_FILE % PARTITIONS, "y") for k in merge_keys(files)]
     spark.createDataFrame(rows, "k long, p int, v string").createOrReplaceTempView("src")
     merge = f"EXPLAIN MERGE INTO {t} t USING src s ON t.k = s.k WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
