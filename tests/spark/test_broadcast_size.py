@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 import rowops
 from rowops import errors, operations
+from rowops.exec.session import session_conf
 from rowops.exec.source import release
 from rowops.exec.stats import BROADCAST_CAP_CONF, measured_bytes, physical_plan, row_bytes
 from rowops.spec.operations import simple_merge_spec
@@ -26,15 +27,8 @@ ROWS, LONG, CAP = 800, 2048, 1 << 20
 @pytest.fixture()
 def cap(spark: SparkSession) -> Iterator[None]:
     """``rowops.broadcast.max-bytes`` at 1 MiB for the test, restored afterwards."""
-    previous = spark.conf.get(BROADCAST_CAP_CONF, None)
-    spark.conf.set(BROADCAST_CAP_CONF, str(CAP))
-    try:
+    with session_conf(spark, {BROADCAST_CAP_CONF: str(CAP)}):
         yield
-    finally:
-        if previous is None:
-            spark.conf.unset(BROADCAST_CAP_CONF)
-        else:
-            spark.conf.set(BROADCAST_CAP_CONF, previous)
 
 
 def long_source(spark: SparkSession) -> DataFrame:
@@ -110,11 +104,10 @@ def test_measured_size_of_short_rows_keeps_spark_default_widths(spark: SparkSess
 def test_a_cap_that_is_not_a_number_is_refused_and_nothing_changes(lake, spark) -> None:  # type: ignore[no-untyped-def]
     table = lake.create_table("db.t", spark.range(10).toDF("k"), identifier=["k"])
     before = fingerprint(lake.root)
-    spark.conf.set(BROADCAST_CAP_CONF, "1GB")
-    try:
-        with pytest.raises(errors.InvalidInputError, match=r"rowops\.broadcast\.max-bytes") as caught:
-            rowops.merge(spark.range(5).toDF("k"), table, on=["k"], strategy="position-delete")
-    finally:
-        spark.conf.unset(BROADCAST_CAP_CONF)
+    with (
+        session_conf(spark, {BROADCAST_CAP_CONF: "1GB"}),
+        pytest.raises(errors.InvalidInputError, match=r"rowops\.broadcast\.max-bytes") as caught,
+    ):
+        rowops.merge(spark.range(5).toDF("k"), table, on=["k"], strategy="position-delete")
     assert "Help: Set rowops.broadcast.max-bytes" in str(caught.value)
     assert fingerprint(lake.root) == before

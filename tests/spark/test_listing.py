@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 import rowops
 from rowops import errors
 from rowops.exec.listing import DISCOVERY_CONF, MIN_FILES, MIN_FILES_CONF, min_files
+from rowops.exec.session import session_conf
 from rowops.exec.stats import physical_plan
 from rowops.meta.paths import parent, to_uri
 from tests.conftest import make_lake
@@ -32,15 +33,8 @@ def lake(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
 @pytest.fixture()
 def listing(spark: SparkSession) -> Iterator[None]:
     """Every read of this test lists directories (threshold 1), restored afterwards."""
-    previous = spark.conf.get(MIN_FILES_CONF, None)
-    spark.conf.set(MIN_FILES_CONF, "1")
-    try:
+    with session_conf(spark, {MIN_FILES_CONF: "1"}):
         yield
-    finally:
-        if previous is None:
-            spark.conf.unset(MIN_FILES_CONF)
-        else:
-            spark.conf.set(MIN_FILES_CONF, previous)
 
 
 def plant_orphans(table) -> list[str]:  # type: ignore[no-untyped-def]
@@ -89,12 +83,11 @@ def test_orphans_next_to_live_files_are_never_read(lake, listing, strategy, java
 
 def test_a_threshold_that_is_not_a_number_is_refused(local_lake, spark) -> None:  # type: ignore[no-untyped-def]
     table = local_lake.create_table("db.t", spark.range(10).toDF("k"))
-    spark.conf.set(MIN_FILES_CONF, "-3")
-    try:
-        with pytest.raises(errors.InvalidInputError, match="directory-listing-min-files"):
-            table.to_df()
-    finally:
-        spark.conf.unset(MIN_FILES_CONF)
+    with (
+        session_conf(spark, {MIN_FILES_CONF: "-3"}),
+        pytest.raises(errors.InvalidInputError, match="directory-listing-min-files"),
+    ):
+        table.to_df()
 
 
 def test_directories_are_listed_by_default_on_object_storage_only(spark) -> None:  # type: ignore[no-untyped-def]
@@ -109,13 +102,9 @@ def test_reads_resolve_files_on_the_driver_in_any_session(lake, tmp_path) -> Non
     rows = spark.range(40).selectExpr("id", "CAST(id AS INT) AS g")
     table = lake.create_table("db.t", rows, partition_by=["g"])  # 40 files in 40 directories
     assert len(table.files().data) == 40
-    previous = spark.conf.get(DISCOVERY_CONF)
-    try:
-        spark.conf.set(DISCOVERY_CONF, "32")
+    with session_conf(spark, {DISCOVERY_CONF: "32"}):
         before = stages_run(spark)
         table.to_df()
         assert stages_run(spark) == before, "a Spark job ran while creating the DataFrame"
         assert spark.conf.get(DISCOVERY_CONF) == "32"  # restored
         assert sorted(r.id for r in table.to_df().collect()) == list(range(40))
-    finally:
-        spark.conf.set(DISCOVERY_CONF, previous)
