@@ -27,7 +27,9 @@ from pyspark.sql import types as T
 
 from rowops import faults
 from rowops.errors import WriteVerificationError, is_cleanable
+from rowops.exec.listing import DRIVER_LISTING
 from rowops.exec.scan import FILE_COL, POS_COL, file_uris
+from rowops.exec.session import session_conf
 from rowops.exec.stats import UNKNOWN_SIZE, plan_bytes
 from rowops.exec.transforms import hidden_names, parse_partition_dirs, partition_value
 from rowops.exec.types import FIELD_ID_KEY, to_spark_type
@@ -106,8 +108,10 @@ def list_written(spark: SparkSession, directory: str) -> list[tuple[str, str]]:
     driver's own view of its disk).
     """
     reader = spark.read.schema(T.StructType([])).option("recursiveFileLookup", "true")
+    with session_conf(spark, DRIVER_LISTING):  # many partition directories: no listing job
+        uris = reader.parquet(spark_uri(directory)).inputFiles()
     found = []
-    for uri in reader.parquet(spark_uri(directory)).inputFiles():
+    for uri in uris:
         path = from_hadoop_uri(uri)
         if path.endswith(".parquet"):
             found.append((path, relative(parent(path), directory) if parent(path) != directory else "."))
