@@ -445,7 +445,7 @@ def _delta(written: Written, planned: Planned, counts: dict[str, int | None]) ->
         blind=planned.decision.strategy == EQUALITY_DELETE,
         schema_id=metadata.current_schema_id,
         extra_summary={
-            "rowops.strategy": METADATA_ONLY if planned.whole_files else planned.decision.strategy,
+            "rowops.strategy": planned.report.strategy,  # the decision's, or metadata-only
             "rowops.operation": type(spec).__name__.removesuffix("Spec").lower(),
             **{
                 f"rowops.rows-{kind.removesuffix('e')}ed": str(n)
