@@ -70,7 +70,7 @@ lint: install
 TEST_WORKERS ?= 2
 
 test: install install4 install-connect lint
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=20 -m "not slow and not s3 and not connect"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=40 -m "not slow and not s3 and not connect"
 	$(SPARK4_ENV) $(PY4) -m pytest -q -p no:cacheprovider -m "not slow and not s3 and not connect" -k "$(SPARK4_K)" $(SPARK4_SUBSET)
 	$(CONNECT_ENV) $(PYC) -m pytest -q -p no:cacheprovider -m connect tests/connect -k smoke
 

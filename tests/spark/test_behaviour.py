@@ -21,7 +21,7 @@ from rowops.errors import (
 )
 from tests.conftest import make_lake
 from tests.readers import assert_readers_agree
-from tests.spark.tables import COLUMNS, SCHEMA, Layout, Oracle, fingerprint, frame, make_row
+from tests.spark.tables import COLUMNS, LAYOUTS, SCHEMA, Layout, Oracle, fingerprint, frame, make_row
 from tests.spark.test_errors import assert_unchanged
 
 N = 60
@@ -144,6 +144,12 @@ def test_delete_where_with_nulls(lake, strategy, java) -> None:  # type: ignore[
     assert_readers_agree(table, keep, COLUMNS, java)
 
 
+# identity partitioning runs in `make test`; the other layouts in `make test-slow`
+@pytest.mark.parametrize(
+    "layout",
+    [pytest.param(x, marks=() if x.name == "identity" else pytest.mark.slow) for x in LAYOUTS],
+    ids=lambda x: x.name,
+)
 def test_mixed_strategies_in_sequence(lake, layout, java) -> None:  # type: ignore[no-untyped-def]
     """Equality deletes on top of position deletes and back, and copy-on-write over both."""
     table, oracle = create(lake, layout)

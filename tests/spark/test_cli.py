@@ -60,6 +60,7 @@ def _pipeline(tmp_path: Path, lake: rowops.Lakehouse) -> Path:
     return config
 
 
+@pytest.mark.slow  # the in-process tests cover the commands; this runs each as its own process
 def test_pipeline_commands_in_processes(lake: rowops.Lakehouse, tmp_path: Path) -> None:
     config = _pipeline(tmp_path, lake)
     root = lake.root

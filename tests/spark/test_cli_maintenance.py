@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import rowops
 from rowops.pipeline import parse_config, runner
 from tests.spark.test_cli import rowops_cli
@@ -45,6 +47,7 @@ def test_maintenance_runs_when_the_debt_crosses_a_threshold(lake: rowops.Lakehou
     assert _rows(table) == sorted({*rows, (2, "b", 1)} - {r for r in rows if r[0] == 2})
 
 
+@pytest.mark.slow  # the in-process tests cover the commands; this runs each as its own process
 def test_maintenance_commands_in_processes(lake: rowops.Lakehouse) -> None:
     table = _with_deletes(lake)
     rows = _rows(table)

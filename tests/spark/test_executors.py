@@ -15,9 +15,12 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import sys
+
 import rowops
 from pyspark.sql import SparkSession
 
@@ -72,6 +75,7 @@ def everything_but_rowops() -> list[str]:
     return [p.name for p in site.iterdir() if not p.name.startswith(skipped) and p.suffix != ".pth"]
 
 
+@pytest.mark.slow  # `make test-cluster` ships rowops to executors of a standalone cluster too
 def test_rowops_ships_itself_to_executors_without_it(tmp_path: Path) -> None:
     done = run_driver(tmp_path, everything_but_rowops())
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]

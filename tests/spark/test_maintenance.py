@@ -207,7 +207,12 @@ def test_compact_where_and_budget(lake, java) -> None:  # type: ignore[no-untype
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
 
 
-@pytest.mark.parametrize("writer", ["append", "copy-on-write", "position-delete", "equality-delete"])
+# position deletes (the rebase case) run in `make test`; the other writers in `make test-slow`
+@pytest.mark.parametrize(
+    "writer",
+    [pytest.param(w, marks=pytest.mark.slow) for w in ("append", "copy-on-write")]
+    + ["position-delete", pytest.param("equality-delete", marks=pytest.mark.slow)],
+)
 def test_concurrent_writer_during_compaction_wins_or_rebases(lake, writer, java) -> None:  # type: ignore[no-untyped-def]
     """Plan and write the compaction, commit a writer, then commit the compaction."""
     table, oracle = create(lake, BUCKET)

@@ -357,7 +357,10 @@ def round_trip_row(k: int, tz_wall: str, ntz_wall: str, v: int) -> tuple[object,
     return (k, time_row(tz_wall)[0], time_row(ntz_wall)[1], v)
 
 
-@pytest.mark.parametrize("zone", ["America/Los_Angeles", "Asia/Kolkata"])
+# Kolkata (+05:30, no DST) runs in `make test`; Los Angeles (DST) in `make test-slow`
+@pytest.mark.parametrize(
+    "zone", [pytest.param("America/Los_Angeles", marks=pytest.mark.slow), "Asia/Kolkata"]
+)
 def test_partitioned_merge_round_trip_in_session_zone(lake, strategy, java, zone) -> None:  # type: ignore[no-untyped-def]
     """Create, MERGE and read back a table partitioned by transforms of both timestamp types in a
     non-UTC session: every data file's manifest partition is pyiceberg's transform of its rows, and
