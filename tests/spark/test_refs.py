@@ -120,6 +120,9 @@ def test_branch_retention_keeps_min_snapshots_and_drops_expired_branches(lake) -
     assert set(table.refs()) == {"main", "keep"}
     assert {s["snapshot_id"] for s in table.snapshots()} == {table.current_snapshot_id, *heads}
     assert sorted(r[0] for r in keep.to_df().collect()) == [*range(N), 100, 101, 102]
+    table.remove_orphans(older_than=timedelta(0))  # files of every ref's snapshots are live
+    assert sorted(r[0] for r in keep.to_df().collect()) == [*range(N), 100, 101, 102]
+    assert sorted(r[0] for r in table.to_df(snapshot_id=heads[0]).collect()) == [*range(N), 100, 101]
 
 
 def test_fast_forward_of_diverged_branch_fails_and_changes_nothing(lake) -> None:  # type: ignore[no-untyped-def]
