@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import StaticTable
 
 import rowops
@@ -25,6 +26,7 @@ from tests.oracles.java_reader import JavaIcebergReader
 from tests.oracles.pyiceberg_reader import EqualityDeletesUnsupportedError, read_pyiceberg
 from tests.readers import assert_readers_agree, df_rows, rowops_rows
 from tests.spark.tables import COLUMNS, fingerprint, frame, make_row
+from tests.spark.test_catalogs import SPARK_SCHEMA, catalog_rows, pyiceberg_table, row
 from tests.spark.test_errors import assert_unchanged
 
 N = 40
@@ -209,10 +211,33 @@ def test_transaction_writes_to_a_branch(lake) -> None:  # type: ignore[no-untype
         branch = tx.table("db.t").branch("audit")
         branch.append(frame(lake.spark, [make_row(100)]))
         rowops.merge(frame(lake.spark, [make_row(1, 1)]), branch, on=["k"], strategy="position-delete")
+        tx.append(table.branch("audit"), frame(lake.spark, [make_row(101)]))  # the branch, in the transaction
     assert table.current_snapshot_id == main_before
     head = table.refs()["audit"]["snapshot_id"]
     snapshots = {s["snapshot_id"]: s for s in table.snapshots()}
     assert set(snapshots) == {main_before, head} and snapshots[head]["parent_id"] == main_before
     got = sorted(r[0] for r in table.to_df(ref="audit").collect())
-    assert got == sorted([*range(N), 100])
+    assert got == sorted([*range(N), 100, 101])
     assert_same_rows(rows, df_rows(table.to_df()), COLUMNS, "main")
+
+
+def test_branch_of_a_table_in_a_pyiceberg_catalog(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Refs commit through ``catalog.commit_table`` too (asserting the refs they looked at)."""
+    sql_catalog = SqlCatalog(
+        "refs", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/warehouse"
+    )
+    sql_catalog.create_namespace("db")
+    rows = [row(k) for k in range(10)]
+    before = pyiceberg_table(sql_catalog, rows)
+    lake = rowops.Lakehouse.from_catalog(sql_catalog, spark=spark)
+    table = lake.table("db.t")
+    audit = table.create_branch("audit")
+    result = rowops.merge(
+        spark.createDataFrame([row(3, 1)], SPARK_SCHEMA), audit, on=["k"], strategy="position-delete"
+    )
+    committed = sql_catalog.load_table("db.t")
+    assert committed.metadata.current_snapshot_id == before.metadata.current_snapshot_id
+    assert committed.metadata.refs["audit"].snapshot_id == result.snapshot_id
+    assert catalog_rows(sql_catalog) == sorted(rows)
+    table.fast_forward("main", "audit")
+    assert catalog_rows(sql_catalog) == sorted([row(3, 1) if r[0] == 3 else r for r in rows])
