@@ -248,6 +248,24 @@ class ReadOnlyError(RowOpsError):
     help = "Time-travel views are read-only: write through the lake itself, or lake.rollback_to(version)."
 
 
+class InvalidRefError(InvalidInputError):
+    """A branch or tag that does not exist, already exists, cannot be written or cannot move as asked."""
+
+    help = (
+        "List the table's branches and tags with table.refs(); write through table.branch(name) (tags are "
+        "read-only); nothing was changed."
+    )
+
+
+class NotFastForwardError(InvalidRefError):
+    """``fast_forward(to, from)``: the branch ``to`` is not an ancestor of ``from`` (the branches diverged)."""
+
+    help = (
+        "Nothing was changed. Merge the changes of the target branch into the source branch first (or "
+        "recreate the source branch from it), then fast-forward again."
+    )
+
+
 class CommitStateUnknownError(RowOpsError):
     """The commit may or may not have landed (storage failed while or after committing).
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.table.snapshots import Operation
 
+from rowops.catalog.branches import BranchScope
 from rowops.catalog.retention import expire, remove_table_orphans
 from rowops.catalog.tables import LoadedTable, TableCatalog
 from rowops.catalog.views import PinnedView
@@ -33,7 +34,7 @@ from rowops.exec.maintenance import deleted_positions, merged_positions, rewrite
 from rowops.exec.session import operation_conf
 from rowops.exec.write import Staging
 from rowops.maintenance.compaction import check_positive, partition_filter, plan_compaction, target_file_size
-from rowops.maintenance.expiry import check_retain_last, cutoff_ms, protected, snapshots_to_expire
+from rowops.maintenance.expiry import check_retain_last, cutoff_ms, plan_expiry
 from rowops.maintenance.health import health_report
 from rowops.maintenance.index import covered_targets, dangling_deletes
 from rowops.meta.delete_index import DeleteIndex
@@ -109,6 +110,11 @@ def require_live(table: Table, operation: str) -> None:
     """Maintenance runs alone on the newest table state: not in a transaction, not on a past version."""
     if isinstance(table.scope, PinnedView):
         raise ReadOnlyError(f"{operation}: table {table.name} is read as of a past lake version")
+    if isinstance(table.scope, BranchScope):
+        raise InvalidInputError(
+            f"{operation} runs on the table, not on a branch handle (table {table.name})",
+            help="Call it on lake.table(name); it covers every branch and tag. Nothing was changed.",
+        )
     if table.scope is not table.lake.catalog:
         raise InvalidInputError(
             f"{operation} runs alone, not inside a transaction (table {table.name})",
@@ -325,13 +331,14 @@ def expire_snapshots(
     """Expire snapshots and delete the files only they referenced (see ``Table.expire_snapshots``)."""
     started = time.perf_counter()
     check_retain_last(retain_last)
-    before = cutoff_ms(older_than, int(time.time() * 1000))
+    now = int(time.time() * 1000)
+    before = cutoff_ms(older_than, now)
     catalog = _lake_catalog(table, "expire_snapshots")
     loaded = table.load()
-    chosen = snapshots_to_expire(loaded.metadata, before, retain_last)
-    if not chosen:
+    chosen = plan_expiry(loaded.metadata, now, before, retain_last)
+    if not chosen.refs and not chosen.snapshots:
         return _nothing("expire_snapshots", started)
-    done = expire(catalog, loaded, chosen, protected(loaded.metadata, retain_last))
+    done = expire(catalog, loaded, chosen, lambda m: plan_expiry(m, now, before, retain_last))
     return MaintenanceResult(
         "expire_snapshots",
         done.committed.metadata.current_snapshot_id if done.snapshots else None,

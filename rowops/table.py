@@ -12,7 +12,9 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 
 from rowops import maintenance_ops, operations
+from rowops.catalog.branches import BranchScope
 from rowops.catalog.tables import LoadedTable, TableScope
+from rowops.commit import refs as snapshot_refs
 from rowops.errors import InvalidInputError
 from rowops.exec.validation import require_dataframe
 from rowops.meta import evolution
@@ -116,7 +118,9 @@ class Table:
         return live_files(self.metadata, self.lake.catalog.io, snapshot_id)
 
     @checked_call
-    def to_df(self, snapshot_id: int | None = None, where: str | None = None) -> DataFrame:
+    def to_df(
+        self, snapshot_id: int | None = None, where: str | None = None, ref: str | None = None
+    ) -> DataFrame:
         """A Spark DataFrame of the snapshot's rows with all position and equality deletes applied.
 
         Args:
@@ -124,8 +128,13 @@ class Table:
             where: a Spark SQL filter: the same rows as ``to_df().where(where)``, but manifests and data
                 files whose partition values or column bounds cannot match are never read
                 (``rowops/reads.py``).
+            ref: a branch or tag to read (its snapshot), instead of ``snapshot_id``.
         """
         metadata = self.metadata
+        if ref is not None:
+            if snapshot_id is not None:
+                raise InvalidInputError("to_df takes snapshot_id or ref, not both")
+            snapshot_id = snapshot_refs.lookup(metadata, snapshot_refs.check_name(ref)).snapshot_id
         if snapshot_id is not None and metadata.snapshot_by_id(snapshot_id) is None:
             raise InvalidInputError(
                 f"Table {self.name} has no snapshot {snapshot_id}",
@@ -134,6 +143,86 @@ class Table:
         df = read_table(self, snapshot_id, optional_sql(where, "where="))
         self.scope.note_read(self.identifier)
         return df
+
+    # -- branches and tags (Iceberg snapshot refs; rowops/commit/refs.py, catalog/branches.py) -----
+    def refs(self) -> dict[str, dict[str, object]]:
+        """Every branch and tag: ``{"main": {"type": "branch", "snapshot_id": ..., retention...}, ...}``."""
+        return snapshot_refs.describe(self.metadata)
+
+    @checked_call
+    def create_branch(
+        self,
+        name: str,
+        snapshot_id: int | None = None,
+        *,
+        max_ref_age: timedelta | None = None,
+        min_snapshots_to_keep: int | None = None,
+        max_snapshot_age: timedelta | None = None,
+    ) -> Table:
+        """Create branch ``name`` at ``snapshot_id`` (None: this handle's current snapshot) and return its
+        handle (``branch(name)``).
+
+        Args:
+            max_ref_age: ``expire_snapshots`` drops the branch once its head is older than this.
+            min_snapshots_to_keep: the newest snapshots of the branch that expiry always keeps.
+            max_snapshot_age: expiry keeps the branch's snapshots younger than this.
+        """
+        change = snapshot_refs.create(
+            snapshot_refs.check_name(name),
+            snapshot_refs.BRANCH,
+            snapshot_id if snapshot_id is not None else self.current_snapshot_id,
+            snapshot_refs.millis(max_ref_age, "max_ref_age"),
+            snapshot_refs.count(min_snapshots_to_keep, "min_snapshots_to_keep"),
+            snapshot_refs.millis(max_snapshot_age, "max_snapshot_age"),
+        )
+        self.scope.update_refs(self.load(), change)
+        return self.branch(name)
+
+    @checked_call
+    def create_tag(
+        self, name: str, snapshot_id: int | None = None, *, max_ref_age: timedelta | None = None
+    ) -> None:
+        """Tag ``snapshot_id`` (None: this handle's current snapshot) as ``name``; expiry keeps it (and
+        drops the tag once older than ``max_ref_age``, when given)."""
+        target = snapshot_id if snapshot_id is not None else self.current_snapshot_id
+        age = snapshot_refs.millis(max_ref_age, "max_ref_age")
+        self.scope.update_refs(
+            self.load(), snapshot_refs.create(snapshot_refs.check_name(name), snapshot_refs.TAG, target, age)
+        )
+
+    @checked_call
+    def drop_branch(self, name: str) -> None:
+        """Remove branch ``name`` (never ``main``); its snapshots stay until ``expire_snapshots``."""
+        self.scope.update_refs(
+            self.load(), snapshot_refs.drop(snapshot_refs.check_name(name), snapshot_refs.BRANCH)
+        )
+
+    @checked_call
+    def drop_tag(self, name: str) -> None:
+        """Remove tag ``name``; its snapshot stays until ``expire_snapshots``."""
+        self.scope.update_refs(
+            self.load(), snapshot_refs.drop(snapshot_refs.check_name(name), snapshot_refs.TAG)
+        )
+
+    @checked_call
+    def branch(self, name: str) -> Table:
+        """A handle whose reads and writes (``merge``/``update``/``delete``/``append``) use branch ``name``:
+        commits build on the branch's head and move only it; ``main`` stays where it is."""
+        snapshot_refs.writable(self.metadata, snapshot_refs.check_name(name))
+        inner = self.scope.inner if isinstance(self.scope, BranchScope) else self.scope
+        return Table(self.lake, self.identifier, BranchScope(inner, name))
+
+    @checked_call
+    def fast_forward(self, to: str, source: str) -> None:
+        """Move branch ``to`` (e.g. ``main``) to the snapshot of ``source`` (write-audit-publish).
+
+        Raises:
+            NotFastForwardError: ``to`` is not an ancestor of ``source`` (nothing is changed).
+        """
+        self.scope.update_refs(
+            self.load(),
+            snapshot_refs.fast_forward(snapshot_refs.check_name(to), snapshot_refs.check_name(source)),
+        )
 
     @checked_call
     def append(self, df: DataFrame) -> OperationResult:

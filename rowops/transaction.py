@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from rowops import functions
 from rowops.catalog.batches import batch_record
+from rowops.catalog.branches import BranchScope
 from rowops.catalog.transactions import DEFAULT_ISOLATION, LakeTransaction
 from rowops.errors import InvalidArgumentError
 from rowops.spec.identifiers import TableIdentifier
@@ -83,7 +84,9 @@ class Transaction:
         if isinstance(target, str):
             return self.table(target)
         if isinstance(target, Table):
-            return self.table(target.name)
+            scope = target.scope
+            mine = self.table(target.name)
+            return mine.branch(scope.branch) if isinstance(scope, BranchScope) else mine
         raise InvalidArgumentError(
             f"target must be a table name or a rowops Table, not {type(target).__qualname__}",
             help='Pass the table\'s name, e.g. tx.merge(df, "db.accounts", on=["id"]).',

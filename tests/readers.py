@@ -22,7 +22,11 @@ Row = tuple[Any, ...]
 
 def rowops_rows(table: Any, snapshot_id: int | None = None) -> list[Row]:
     """rowops' own reader, via Spark (test-sized tables only); timestamps made UTC-aware."""
-    df = table.to_df(snapshot_id=snapshot_id)
+    return df_rows(table.to_df(snapshot_id=snapshot_id))
+
+
+def df_rows(df: Any) -> list[Row]:
+    """The rows of a (small) DataFrame; timestamps made UTC-aware."""
     zoned = [isinstance(f.dataType, T.TimestampType) for f in df.schema.fields]
     return [
         tuple(

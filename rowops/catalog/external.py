@@ -43,10 +43,12 @@ from rowops.catalog.tables import (
     new_snapshot_id,
     raise_on_conflict,
 )
+from rowops.commit import refs
+from rowops.commit.refs import files_at_head
 from rowops.commit.row_delta import RowDelta, apply, main_branch_update
 from rowops.errors import CommitConflictError, CommitStateUnknownError, ConflictKind, NoSuchTableError
 from rowops.meta.evolution import SchemaChange, schema_changed
-from rowops.meta.files import TableFiles, live_files
+from rowops.meta.files import TableFiles
 from rowops.spec.identifiers import TableIdentifier
 
 # What one attempt sends, built on the table state it is given: requirements, updates, files written.
@@ -93,13 +95,16 @@ class CatalogScope:
         def produce(cur: LoadedTable) -> Change:
             cur_files = base_files
             if cur.metadata_location != base.metadata_location:
-                cur_files = live_files(cur.metadata, self.io)
+                cur_files = files_at_head(cur.metadata, self.io, delta.branch, base_files)
                 raise_on_conflict(delta, base_files, cur_files, cur)
             new, written = apply(delta, cur.metadata, cur_files, self.io, snapshot_id, cur.metadata_location)
             snapshot = new.snapshot_by_id(snapshot_id)
             assert snapshot is not None  # apply added it
-            updates = (AddSnapshotUpdate(snapshot=snapshot), main_branch_update(snapshot_id))
-            return _main_unchanged(cur), updates, written
+            updates = (
+                AddSnapshotUpdate(snapshot=snapshot),
+                refs.move(cur.metadata, delta.branch, snapshot_id),
+            )
+            return _ref_unchanged(cur, delta.branch), updates, written
 
         return self._commit(base, produce, listener)
 
@@ -142,6 +147,16 @@ class CatalogScope:
                     "rollback is still wanted.",
                 )
             return _main_unchanged(cur), (main_branch_update(snapshot_id),), []
+
+        return self._commit(base, produce)
+
+    def update_refs(self, base: LoadedTable, change: refs.RefChange) -> LoadedTable:
+        """Create, drop or move branches and tags; the refs it looked at must not have moved."""
+
+        def produce(cur: LoadedTable) -> Change:
+            updates = change(cur.metadata)
+            names = sorted({str(getattr(u, "ref_name", MAIN_BRANCH)) for u in updates} | {MAIN_BRANCH})
+            return _ref_unchanged(cur, *names), updates, []
 
         return self._commit(base, produce)
 
@@ -219,9 +234,15 @@ class CatalogScope:
 
 
 def _main_unchanged(cur: LoadedTable) -> tuple[TableRequirement, ...]:
+    return _ref_unchanged(cur, MAIN_BRANCH)
+
+
+def _ref_unchanged(cur: LoadedTable, *names: str) -> tuple[TableRequirement, ...]:
+    """The table is the same one and each named ref still points where ``cur`` saw it."""
+    seen = {n: (cur.metadata.refs[n].snapshot_id if n in cur.metadata.refs else None) for n in names}
     return (
         AssertTableUUID(uuid=cur.metadata.table_uuid),
-        AssertRefSnapshotId(ref=MAIN_BRANCH, snapshot_id=cur.metadata.current_snapshot_id),
+        *(AssertRefSnapshotId(ref=n, snapshot_id=snapshot_id) for n, snapshot_id in seen.items()),
     )
 
 

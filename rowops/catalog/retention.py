@@ -1,6 +1,6 @@
 """Expiring snapshots and removing a table's orphan files, on a lake with rowops' own log.
 
-**Expiry.** One metadata commit removes the chosen snapshots (``TableCatalog.remove_snapshots``, with
+**Expiry.** One metadata commit removes the chosen refs (past their ``max-ref-age-ms``) and snapshots (``TableCatalog.remove_snapshots``, with
 the usual optimistic retry: the choice is made again on the newest table state). Only once that commit
 has succeeded are the files deleted that an expired snapshot referenced and no retained snapshot of the
 committed metadata does. Retention rule for lake time travel: a lake version whose state of the table
@@ -15,7 +15,7 @@ age, are removed with ``cleanup.remove_orphans``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
@@ -28,7 +28,7 @@ from rowops.catalog.cleanup import CleanupResult, referenced_files, remove_orpha
 from rowops.catalog.log import TableEntry
 from rowops.catalog.tables import LoadedTable, TableCatalog
 from rowops.errors import SnapshotExpiredError
-from rowops.maintenance.expiry import only_expired
+from rowops.maintenance.expiry import ExpiryPlan, only_expired
 from rowops.meta.paths import normalize_path, to_uri
 
 
@@ -60,17 +60,21 @@ def _reachable(io: FileIO, snapshots: Iterable[Snapshot], live_only: bool) -> di
     return found
 
 
-def expire(catalog: TableCatalog, base: LoadedTable, expired_ids: list[int], keep: set[int]) -> Expired:
-    """Commit the removal of ``expired_ids`` (those still present and not in ``keep`` on the newest
-    state), then delete the files only they referenced."""
+def expire(
+    catalog: TableCatalog,
+    base: LoadedTable,
+    chosen: ExpiryPlan,
+    choose: Callable[[TableMetadata], ExpiryPlan],
+) -> Expired:
+    """Commit the removal of the refs and snapshots of ``chosen`` that ``choose`` still picks on the newest
+    state (a concurrent commit may have made one needed again), then delete the files only they referenced."""
     by_id = {s.snapshot_id: s for s in base.metadata.snapshots}
 
-    def choose(metadata: TableMetadata) -> list[int]:
-        present = {s.snapshot_id for s in metadata.snapshots}
-        refs = {r.snapshot_id for r in metadata.refs.values()}
-        return [i for i in expired_ids if i in present and i not in keep and i not in refs]
+    def pick(metadata: TableMetadata) -> tuple[list[str], list[int]]:
+        now = choose(metadata)
+        return [r for r in chosen.refs if r in now.refs], [i for i in chosen.snapshots if i in now.snapshots]
 
-    committed, removed = catalog.remove_snapshots(base, choose)
+    committed, removed = catalog.remove_snapshots(base, pick)
     retained = _reachable(catalog.io, committed.metadata.snapshots, live_only=True)
     for other in _sharing(catalog, committed):
         retained.update(_reachable(catalog.io, other.snapshots, live_only=True))

@@ -16,11 +16,12 @@ from pyiceberg.io import FileIO
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import RemoveSnapshotsUpdate, SetPropertiesUpdate, update_table_metadata
 
+from rowops.commit.refs import RefChange, files_at_head
 from rowops.commit.row_delta import Conflict, RowDelta, apply, find_conflict, main_branch_update
 from rowops.commit.write_set import find_write_conflict
 from rowops.errors import ConflictKind
 from rowops.meta.evolution import SchemaChange
-from rowops.meta.files import TableFiles, live_files
+from rowops.meta.files import TableFiles
 
 
 class StepConflict(Exception):
@@ -68,7 +69,7 @@ class DeltaStep:
     def replay(
         self, metadata: TableMetadata, location: str | None, how: Replay
     ) -> tuple[TableMetadata, list[str]]:
-        current = live_files(metadata, how.io)
+        current = files_at_head(metadata, how.io, self.delta.branch, self.base_files)
         delta = replace(self.delta, serializable=how.serializable)
         conflict = find_conflict(delta, self.base_files, current, metadata)
         if conflict is None:
@@ -115,6 +116,19 @@ class SnapshotStep:
 
 
 @dataclass(frozen=True)
+class RefStep:
+    """Branches or tags created, dropped or moved; ``change`` checks itself on the state it replays on."""
+
+    change: RefChange
+    operation: str = "update-refs"
+
+    def replay(
+        self, metadata: TableMetadata, location: str | None, how: Replay
+    ) -> tuple[TableMetadata, list[str]]:
+        return update_table_metadata(metadata, self.change(metadata), metadata_location=location), []
+
+
+@dataclass(frozen=True)
 class SchemaStep:
     """A schema change, computed on the schema ``change.base_schema_id``: it rebases over data commits,
     not over a concurrent schema change."""
@@ -153,38 +167,45 @@ def replay_all(
 
 
 def squash(metadata: TableMetadata, ours: set[int], io: FileIO) -> tuple[TableMetadata, list[str]]:
-    """Keep only the last of the snapshots ``ours`` a transaction made to a table, before publishing.
+    """Keep only the last of the snapshots ``ours`` a transaction made on each branch, before publishing.
 
     Every step adds a snapshot to the working copy; published as is, a stock Iceberg reader could
-    time-travel to a state between two steps (an intermediate read, Hermitage G1b). The last snapshot
-    keeps its sequence number and manifests (files keep theirs; nothing is rewritten) and becomes a
-    child of the snapshot the transaction started from.
+    time-travel to a state between two steps (an intermediate read, Hermitage G1b). The head of each
+    branch the transaction wrote keeps its sequence number and manifests (files keep theirs; nothing is
+    rewritten) and becomes a child of the snapshot that branch had when the transaction started.
 
     Returns:
         The metadata to publish and the metadata files only the dropped snapshots referenced (their
-        manifest lists and the manifests they added that the last snapshot does not list). Data and
-        delete files a later step of the same transaction replaced stay for ``lake.cleanup()``.
+        manifest lists and the manifests they added that no kept snapshot lists). Data and delete files a
+        later step of the same transaction replaced stay for ``lake.cleanup()``.
     """
-    current = metadata.current_snapshot_id
-    dropped = [s for s in metadata.snapshots if s.snapshot_id in ours and s.snapshot_id != current]
+    heads = {ref.snapshot_id for ref in metadata.refs.values() if ref.snapshot_id in ours}
+    if metadata.current_snapshot_id in ours:
+        heads.add(metadata.current_snapshot_id)
+    dropped = [s for s in metadata.snapshots if s.snapshot_id in ours and s.snapshot_id not in heads]
     if not dropped:
         return metadata, []
     by_id = {s.snapshot_id: s for s in metadata.snapshots}
-    parent = by_id[current].parent_snapshot_id if current in by_id else None
-    while parent in ours and parent in by_id:
-        parent = by_id[parent].parent_snapshot_id
+    parents = {}
+    for kept in heads:
+        parent = by_id[kept].parent_snapshot_id if kept in by_id else None
+        while parent in ours and parent in by_id:
+            parent = by_id[parent].parent_snapshot_id
+        parents[kept] = parent
     ids = [s.snapshot_id for s in dropped]
     metadata = update_table_metadata(metadata, (RemoveSnapshotsUpdate(snapshot_ids=ids),))
     snapshots = [
-        s.model_copy(update={"parent_snapshot_id": parent}) if s.snapshot_id == current else s
+        s.model_copy(update={"parent_snapshot_id": parents[s.snapshot_id]}) if s.snapshot_id in parents else s
         for s in metadata.snapshots
     ]
-    kept = {m.manifest_path for m in by_id[current].manifests(io)} if current in by_id else set()
+    listed = {m.manifest_path for h in heads if h in by_id for m in by_id[h].manifests(io)}
     garbage = [s.manifest_list for s in dropped]
     for snapshot in dropped:
         garbage += [
             m.manifest_path
             for m in snapshot.manifests(io)
-            if m.added_snapshot_id in ours and m.manifest_path not in kept and m.manifest_path not in garbage
+            if m.added_snapshot_id in ours
+            and m.manifest_path not in listed
+            and m.manifest_path not in garbage
         ]
     return metadata.model_copy(update={"snapshots": snapshots}), garbage

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,11 +24,18 @@ from typing import Any, Protocol
 from pyiceberg.io import FileIO
 from pyiceberg.serializers import FromInputFile, ToOutputFile
 from pyiceberg.table.metadata import TableMetadata
-from pyiceberg.table.update import RemoveSnapshotsUpdate, SetPropertiesUpdate, update_table_metadata
+from pyiceberg.table.update import (
+    RemoveSnapshotRefUpdate,
+    RemoveSnapshotsUpdate,
+    SetPropertiesUpdate,
+    TableUpdate,
+    update_table_metadata,
+)
 
 from rowops import faults
 from rowops.catalog.log import LakeLog, LakeVersion, TableEntry, VersionTaken
 from rowops.catalog.storage import Storage, sync_files
+from rowops.commit import refs
 from rowops.commit.row_delta import RowDelta, apply, find_conflict, main_branch_update
 from rowops.errors import (
     CommitConflictError,
@@ -40,7 +47,7 @@ from rowops.errors import (
 )
 from rowops.meta.evolution import SchemaChange
 from rowops.meta.fileio import make_io
-from rowops.meta.files import TableFiles, live_files
+from rowops.meta.files import TableFiles
 from rowops.meta.paths import join, to_uri
 from rowops.spec.identifiers import TableIdentifier
 
@@ -81,6 +88,8 @@ class TableScope(Protocol):
     def evolve_schema(self, base: LoadedTable, change: SchemaChange) -> LoadedTable: ...
 
     def set_current_snapshot(self, base: LoadedTable, snapshot_id: int) -> LoadedTable: ...
+
+    def update_refs(self, base: LoadedTable, change: refs.RefChange) -> LoadedTable: ...
 
 
 class _NoListener:
@@ -213,7 +222,7 @@ class TableCatalog:
         def produce(cur: LoadedTable) -> tuple[TableMetadata, list[str]]:
             cur_files = base_files
             if cur.metadata_location != base.metadata_location:
-                cur_files = live_files(cur.metadata, self.io)
+                cur_files = refs.files_at_head(cur.metadata, self.io, delta.branch, base_files)
                 raise_on_conflict(delta, base_files, cur_files, cur)
             return apply(delta, cur.metadata, cur_files, self.io, snapshot_id, cur.metadata_location)
 
@@ -247,6 +256,15 @@ class TableCatalog:
 
         return self._swap(base, produce, {"operation": "set-current-snapshot", "snapshot-id": snapshot_id})
 
+    def update_refs(self, base: LoadedTable, change: refs.RefChange) -> LoadedTable:
+        """Create, drop or move branches and tags; ``change`` checks and builds on the newest table state."""
+
+        def produce(cur: LoadedTable) -> tuple[TableMetadata, list[str]]:
+            updates = change(cur.metadata)
+            return update_table_metadata(cur.metadata, updates, metadata_location=cur.metadata_location), []
+
+        return self._swap(base, produce, {"operation": "update-refs"})
+
     def evolve_schema(self, base: LoadedTable, change: SchemaChange) -> LoadedTable:
         """Commit a schema change; it rebases over data commits, not over another schema change."""
         name = str(base.identifier)
@@ -268,16 +286,20 @@ class TableCatalog:
         return self._swap(base, produce, {"operation": "set-properties"})
 
     def remove_snapshots(
-        self, base: LoadedTable, choose: Callable[[TableMetadata], list[int]]
+        self, base: LoadedTable, choose: Callable[[TableMetadata], tuple[Sequence[str], Sequence[int]]]
     ) -> tuple[LoadedTable, list[int]]:
-        """Remove the snapshots ``choose`` picks on the newest table state (expiry); a metadata-only
-        commit that rebases by choosing again. Returns the committed table and the ids removed."""
+        """Remove the refs and snapshots ``choose`` picks on the newest table state (expiry); a
+        metadata-only commit that rebases by choosing again. Returns the committed table and the ids removed."""
         removed: list[int] = []
 
         def produce(cur: LoadedTable) -> tuple[TableMetadata, list[str]]:
-            removed[:] = choose(cur.metadata)
-            update = RemoveSnapshotsUpdate(snapshot_ids=list(removed))
-            return update_table_metadata(cur.metadata, (update,), metadata_location=cur.metadata_location), []
+            names, ids = choose(cur.metadata)
+            removed[:] = ids
+            updates: list[TableUpdate] = [RemoveSnapshotRefUpdate(ref_name=n) for n in names]
+            updates.append(RemoveSnapshotsUpdate(snapshot_ids=list(removed)))
+            return update_table_metadata(
+                cur.metadata, tuple(updates), metadata_location=cur.metadata_location
+            ), []
 
         committed = self._swap(base, produce, {"operation": "expire-snapshots"})
         return committed, removed

@@ -32,6 +32,7 @@ from rowops.catalog.log import LakeVersion, TableEntry
 from rowops.catalog.steps import (
     DeltaStep,
     PropertiesStep,
+    RefStep,
     Replay,
     SchemaStep,
     SnapshotStep,
@@ -50,6 +51,7 @@ from rowops.catalog.tables import (
     new_snapshot_id,
     remove_quietly,
 )
+from rowops.commit.refs import RefChange
 from rowops.commit.row_delta import RowDelta, apply
 from rowops.errors import (
     BatchAlreadyCommittedError,
@@ -191,6 +193,9 @@ class LakeTransaction:
     def set_current_snapshot(self, base: LoadedTable, snapshot_id: int) -> LoadedTable:
         seen = self._work(base.identifier).metadata.current_snapshot_id
         return self._step(base.identifier, SnapshotStep(snapshot_id, seen))
+
+    def update_refs(self, base: LoadedTable, change: RefChange) -> LoadedTable:
+        return self._step(base.identifier, RefStep(change))
 
     def create(
         self,

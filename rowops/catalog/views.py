@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rowops.catalog.log import LakeVersion
 from rowops.catalog.tables import CommitListener, LoadedTable, TableCatalog
+from rowops.commit.refs import RefChange
 from rowops.commit.row_delta import RowDelta
 from rowops.errors import ReadOnlyError
 from rowops.meta.evolution import SchemaChange
@@ -41,6 +42,9 @@ class PinnedView:
         raise self._read_only(base)
 
     def evolve_schema(self, base: LoadedTable, change: SchemaChange) -> LoadedTable:
+        raise self._read_only(base)
+
+    def update_refs(self, base: LoadedTable, change: RefChange) -> LoadedTable:
         raise self._read_only(base)
 
     def _read_only(self, base: LoadedTable) -> ReadOnlyError:

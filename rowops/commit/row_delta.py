@@ -34,6 +34,7 @@ from pyiceberg.table.update import AddSnapshotUpdate, SetSnapshotRefUpdate, upda
 
 from rowops import faults
 from rowops.commit import manifests as mf
+from rowops.commit import refs
 from rowops.commit.read_set import ReadSet
 from rowops.commit.row_conflicts import Conflict, delete_conflict
 from rowops.errors import ConflictKind
@@ -62,6 +63,8 @@ class RowDelta:
             unknown); committing on a table whose current schema is another one is a conflict.
         rewrite_manifests: merge every pair of manifests that fits the target size, whatever
             ``commit.manifest.min-count-to-merge`` says (``Table.rewrite_manifests``).
+        branch: the branch this commit builds on and moves (``main``: the table's current snapshot);
+            its base files are those of the branch's head, and conflicts are checked against it.
     """
 
     operation: Operation
@@ -76,6 +79,7 @@ class RowDelta:
     extra_summary: dict[str, str] = field(default_factory=dict)
     schema_id: int | None = None
     rewrite_manifests: bool = False
+    branch: str = MAIN_BRANCH
 
     @property
     def touched_data(self) -> frozenset[str]:
@@ -128,7 +132,7 @@ def apply(
     written: list[str] = []
     try:
         manifests = _manifests(delta, base, base_files, io, snapshot_id, written)
-        parent, seq = base.current_snapshot_id, base.next_sequence_number()
+        parent, seq = refs.head(base, delta.branch), base.next_sequence_number()
         list_path = f"{base.location}/metadata/snap-{snapshot_id}-{seq}-{_suffix()}.avro"
         written.append(list_path)
         mf.write_list(io, list_path, snapshot_id, parent, seq, manifests)
@@ -145,10 +149,7 @@ def apply(
         summary=_summary(delta, base_files),
         schema_id=base.current_schema_id,
     )
-    updates = (
-        AddSnapshotUpdate(snapshot=snapshot),
-        main_branch_update(snapshot_id),
-    )
+    updates = (AddSnapshotUpdate(snapshot=snapshot), refs.move(base, delta.branch, snapshot_id))
     return update_table_metadata(base, updates, metadata_location=base_location), written
 
 

@@ -203,10 +203,25 @@ def _typed_columns(schema: Schema, source: T.StructType | None = None) -> list[C
         col = _stored(f.name, types.get(f.name, types.get(f.name.lower())), to_spark_type(f.field_type))
         if f.required:
             kind = " (an identifier field)" if f.field_id in identifier else ""
-            message = F.lit(f"{NULL_MARKER}: column {f.name} is declared NOT NULL{kind}")
-            col = F.when(col.isNull(), F.raise_error(message)).otherwise(col)
+            prefix = F.lit(f"{NULL_MARKER}: column {f.name} is declared NOT NULL{kind}; offending row: ")
+            col = F.when(col.isNull(), F.raise_error(F.concat(prefix, _row_hint(schema)))).otherwise(col)
         columns.append(col.alias(f.name, metadata={FIELD_ID_KEY: f.field_id}))
     return columns
+
+
+def _row_hint(schema: Schema) -> Column:
+    """``k=5, g=2``: the row's key (identifier columns; without a key, its first three columns), for
+    the error that names a NULL written to a required column."""
+    names = [schema.find_column_name(i) or "" for i in schema.identifier_field_ids] or schema.column_names[:3]
+    return F.concat_ws(
+        ", ",
+        *[
+            F.concat(
+                F.lit(f"{n}="), F.coalesce(F.col(f"`{n.replace('`', '``')}`").cast("string"), F.lit("NULL"))
+            )
+            for n in names
+        ],
+    )
 
 
 def _target_size(metadata: TableMetadata) -> int:

@@ -1,7 +1,9 @@
-"""Which snapshots expire, and which files only expired snapshots reference.
+"""Which refs and snapshots expire, and which files only expired snapshots reference.
 
-Never expired: the current snapshot, the snapshot of any ref (tag or branch), and the ``retain_last``
-newest snapshots of the main branch's history. A file may be deleted when an expired snapshot
+The rules are Iceberg's ``RemoveSnapshots`` (``plan_expiry``): refs past their ``max-ref-age-ms``
+are dropped; every other ref keeps its snapshot, and each branch (``main`` included) keeps the newest
+``min-snapshots-to-keep`` (default ``retain_last``) of its history plus those younger than its
+``max-snapshot-age-ms`` (default ``older_than``). A file may be deleted when an expired snapshot
 references it (its manifest list, manifests, data and delete files) and no retained snapshot does
 (reading a retained snapshot needs its manifest list, its manifests and their live entries).
 """
@@ -9,10 +11,13 @@ references it (its manifest list, manifests, data and delete files) and no retai
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRef, SnapshotRefType
 
+from rowops.commit.refs import ancestors
 from rowops.errors import InvalidInputError
 
 
@@ -48,26 +53,76 @@ def check_retain_last(retain_last: int) -> None:
         )
 
 
-def protected(metadata: TableMetadata, retain_last: int) -> set[int]:
-    """Snapshots that never expire: the current one, every ref's, the newest ``retain_last`` of main."""
-    keep = {ref.snapshot_id for ref in metadata.refs.values()}
-    by_id = {s.snapshot_id: s for s in metadata.snapshots}
-    current = metadata.current_snapshot_id
-    while current is not None and current in by_id and retain_last > 0:
-        keep.add(current)
-        retain_last -= 1
-        current = by_id[current].parent_snapshot_id
-    return keep
+@dataclass(frozen=True)
+class ExpiryPlan:
+    """What one expiry removes: refs whose ``max-ref-age-ms`` passed, and snapshots nothing retains."""
+
+    refs: tuple[str, ...]
+    snapshots: tuple[int, ...]
 
 
-def snapshots_to_expire(metadata: TableMetadata, before_ms: int | None, retain_last: int) -> list[int]:
-    """The snapshot ids to remove, oldest first."""
-    keep = protected(metadata, retain_last)
-    return [
+def plan_expiry(metadata: TableMetadata, now_ms: int, before_ms: int | None, retain_last: int) -> ExpiryPlan:
+    """Iceberg's ``RemoveSnapshots`` rules, with ``before_ms`` (None: any age) and ``retain_last`` as the
+    defaults of every branch.
+
+    1. A ref other than ``main`` whose snapshot is older than its ``max-ref-age-ms`` (else the table's
+       ``history.expire.max-ref-age-ms``; else forever) is removed.
+    2. A retained tag keeps its snapshot. A retained branch keeps its head and walks its ancestors,
+       newest first, keeping each while fewer than its ``min-snapshots-to-keep`` (else ``retain_last``)
+       are kept or while the snapshot is younger than ``now - max-snapshot-age-ms`` (else ``before_ms``).
+    3. Snapshots that are no retained branch's ancestor nor a retained tag's snapshot are kept when
+       younger than ``before_ms``.
+    Everything else expires (oldest first).
+    """
+    snapshots = {s.snapshot_id: s for s in metadata.snapshots}
+    default_ref_age = _int(metadata.properties.get("history.expire.max-ref-age-ms"))
+    dropped: list[str] = []
+    kept_refs: list[SnapshotRef] = []
+    for name, ref in sorted(metadata.refs.items()):
+        snapshot = snapshots.get(ref.snapshot_id)
+        max_age = ref.max_ref_age_ms if ref.max_ref_age_ms is not None else default_ref_age
+        if name != MAIN_BRANCH and (
+            snapshot is None or (max_age is not None and now_ms - snapshot.timestamp_ms > max_age)
+        ):
+            dropped.append(name)
+        else:
+            kept_refs.append(ref)
+    keep = {ref.snapshot_id for ref in kept_refs}
+    if metadata.current_snapshot_id is not None:
+        keep.add(metadata.current_snapshot_id)
+    reachable = set(keep)
+    for ref in kept_refs:
+        if ref.snapshot_ref_type != SnapshotRefType.BRANCH:
+            continue
+        older = now_ms - ref.max_snapshot_age_ms if ref.max_snapshot_age_ms is not None else before_ms
+        minimum = ref.min_snapshots_to_keep if ref.min_snapshots_to_keep is not None else retain_last
+        kept_here = 0
+        for snapshot in ancestors(metadata, ref.snapshot_id):
+            if kept_here < minimum or (older is not None and snapshot.timestamp_ms >= older):
+                keep.add(snapshot.snapshot_id)
+                kept_here += 1
+            else:
+                break
+        reachable.update(s.snapshot_id for s in ancestors(metadata, ref.snapshot_id))
+    young = {
+        i
+        for i, s in snapshots.items()
+        if i not in reachable and before_ms is not None and s.timestamp_ms >= before_ms
+    }
+    keep |= young
+    expired = [
         s.snapshot_id
         for s in sorted(metadata.snapshots, key=lambda s: s.timestamp_ms)
-        if s.snapshot_id not in keep and (before_ms is None or s.timestamp_ms < before_ms)
+        if s.snapshot_id not in keep
     ]
+    return ExpiryPlan(tuple(dropped), tuple(expired))
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def only_expired(expired: Iterable[str], retained: set[str]) -> list[str]:

@@ -76,6 +76,9 @@ _TYPES_HELP = (
 )
 
 
+_NOT_NULL = re.compile(r"\bnot\s+null\s*$", re.IGNORECASE)
+
+
 def parse_type(text: object) -> IcebergType:
     """The Iceberg type of a Spark SQL type string (``"bigint"``, ``"decimal(12,2)"``).
 
@@ -182,6 +185,17 @@ def _check_new_name(metadata: TableMetadata, name: object, what: str) -> str:
     return name
 
 
+def _check_optional(name: str, type_text: object) -> None:
+    """A new column cannot be NOT NULL: the rows already written have no value for it (Iceberg would
+    need an ``initial-default``, which rowops does not write)."""
+    if isinstance(type_text, str) and _NOT_NULL.search(type_text):
+        raise InvalidSchemaChangeError(
+            f"Cannot add column {name!r} as NOT NULL: the rows already in the table have no value for it",
+            help='Add it nullable (e.g. "int"), then fill it with an UPDATE; a required column needs an '
+            "initial default, which rowops does not support. Nothing was changed.",
+        )
+
+
 def add_columns(metadata: TableMetadata, columns: Mapping[str, str]) -> SchemaChange:
     """New optional columns (name -> Spark SQL type), with fresh field ids after ``last-column-id``."""
     if not isinstance(columns, Mapping) or not columns:
@@ -196,6 +210,7 @@ def add_columns(metadata: TableMetadata, columns: Mapping[str, str]) -> SchemaCh
         if name.lower() in seen:
             raise InvalidSchemaChangeError(f"Cannot add column {name!r} twice")
         seen.add(name.lower())
+        _check_optional(name, type_text)
         update.add_column(name, parse_type(type_text), required=False)
     return _finish(metadata, update, "add columns " + ", ".join(columns))
 

@@ -138,6 +138,7 @@ class JavaIcebergReader:
         self._buffer = b""
         self._workdir: tempfile.TemporaryDirectory[str] | None = None
         self._lock = threading.Lock()
+        self.last_required: list[str] = []
         self._reads = 0
         self.startup_seconds: float | None = None
 
@@ -183,11 +184,17 @@ class JavaIcebergReader:
         return self
 
     def read(
-        self, metadata_location: str, snapshot_id: int | None = None, options: dict[str, str] | None = None
+        self,
+        metadata_location: str,
+        snapshot_id: int | None = None,
+        options: dict[str, str] | None = None,
+        ref: tuple[str, str] | None = None,
     ) -> pa.Table:
         """Read a table (optionally at ``snapshot_id``) through ``spark.read.format("iceberg")``.
 
         ``options``: pyiceberg FileIO properties of an S3 lake (endpoint, credentials).
+        ``ref``: ``("branch", name)`` or ``("tag", name)``, Iceberg's read options for snapshot refs.
+        The names of the columns Iceberg reports NOT NULL (required) are kept in ``last_required``.
         """
         with self._lock:
             if not self.running or self._workdir is None:
@@ -197,11 +204,14 @@ class JavaIcebergReader:
             request: dict[str, Any] = {"metadata_location": str(metadata_location), "out": str(out)}
             if snapshot_id is not None:
                 request["snapshot_id"] = int(snapshot_id)
+            if ref is not None:
+                request["ref"] = list(ref)
             if options and "s3.endpoint" in options:
                 request["hadoop"] = hadoop_s3_conf(options)
             reply = self._request(request, self._read_timeout)
             if not reply.get("ok"):
                 raise JavaReadError(f"Java reader failed on {metadata_location}: {reply.get('error')}")
+            self.last_required = list(reply.get("required", []))
             try:
                 return pq.read_table(out)
             finally:
@@ -317,11 +327,14 @@ def _serve(reply_fd: int, jars: list[str], driver_memory: str) -> None:
             reader = spark.read.format("iceberg")
             if request.get("snapshot_id") is not None:
                 reader = reader.option("snapshot-id", str(request["snapshot_id"]))
+            if request.get("ref") is not None:
+                reader = reader.option(request["ref"][0], request["ref"][1])
             df = reader.load(request["metadata_location"])
             batches = df._collect_as_arrow()
             table = pa.Table.from_batches(batches) if batches else _empty_table(df.schema)
             pq.write_table(table, request["out"])
-            answer: dict[str, Any] = {"ok": True, "rows": table.num_rows}
+            required = [f.name for f in df.schema.fields if not f.nullable]
+            answer: dict[str, Any] = {"ok": True, "rows": table.num_rows, "required": required}
         except Exception as exc:
             answer = {"ok": False, "error": _short_error(exc)}
         reply.write(json.dumps(answer) + "\n")

@@ -33,3 +33,8 @@ def test_readme_examples_run(spark, tmp_path, monkeypatch) -> None:  # type: ign
     exec(compile(next(block for block in blocks if "add_columns" in block), str(README), "exec"), namespace)
     assert t.schema.column_names == ["id", "amount", "state", "discount"]  # type: ignore[attr-defined]
     assert t.to_df(snapshot_id=namespace["before"]).columns == ["id", "amount", "status"]  # type: ignore[attr-defined]
+    # branches and tags: write-audit-publish on the same table
+    exec(compile(next(block for block in blocks if "create_branch" in block), str(README), "exec"), namespace)
+    assert set(t.refs()) == {"main", "v1"}  # type: ignore[attr-defined]
+    assert t.refs()["v1"]["snapshot_id"] == t.current_snapshot_id  # type: ignore[attr-defined]
+    assert t.to_df().where("id = 10").first()["amount"] == 2 * rows[10]["amount"]  # type: ignore[attr-defined]
