@@ -33,3 +33,8 @@ def test_readme_examples_run(spark, tmp_path, monkeypatch) -> None:  # type: ign
     exec(compile(next(block for block in blocks if "add_columns" in block), str(README), "exec"), namespace)
     assert t.schema.column_names == ["id", "amount", "state", "discount"]  # type: ignore[attr-defined]
     assert t.to_df(snapshot_id=namespace["before"]).columns == ["id", "amount", "status"]  # type: ignore[attr-defined]
+    # SQL text (its own table): MERGE / UPDATE / DELETE / EXPLAIN / a transaction, then queries
+    sql = next(block for block in blocks if "lake.sql(" in block)
+    exec(compile(sql, str(README), "exec"), namespace)
+    accounts = {r["id"]: (r["balance"], r["state"]) for r in namespace["accounts"].to_df().collect()}  # type: ignore[attr-defined]
+    assert accounts == {3: (37, "big"), 4: (0, "big")}
