@@ -93,6 +93,7 @@ class CatalogLakehouse:
         require_v2(loaded.metadata, ident, loaded.metadata_location)
         return Table(self, ident)
 
+    @checked_call
     def sql(self, text: str, strategy: str = "auto") -> OperationResult | DataFrame | str:
         """Run one SQL statement on the catalog's tables (:func:`rowops.sql`): ``MERGE INTO`` / ``UPDATE`` /
         ``DELETE FROM`` (an ``OperationResult``; after ``EXPLAIN`` the plan text), or a query whose lake

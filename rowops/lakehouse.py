@@ -74,6 +74,7 @@ class LakeAt:
         self._view.load(ident)
         return Table(self.lake, ident, self._view)
 
+    @checked_call
     def sql(self, text: str, strategy: str = "auto") -> OperationResult | DataFrame | str:
         """Run one SQL statement on this lake version (queries only; writes raise ReadOnlyError) (:func:`rowops.sql`): ``MERGE INTO`` / ``UPDATE`` /
         ``DELETE FROM`` (an ``OperationResult``; after ``EXPLAIN`` the plan text), or a query whose lake
@@ -234,6 +235,7 @@ class Lakehouse:
         self.catalog.load(ident)
         return Table(self, ident)
 
+    @checked_call
     def sql(self, text: str, strategy: str = "auto") -> OperationResult | DataFrame | str:
         """Run one SQL statement (:func:`rowops.sql`): ``MERGE INTO`` / ``UPDATE`` /
         ``DELETE FROM`` (an ``OperationResult``; after ``EXPLAIN`` the plan text), or a query whose lake

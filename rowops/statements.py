@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sqlglot import exp
 
 from rowops import operations
-from rowops.errors import InvalidIdentifierError, NoSuchTableError
+from rowops.errors import InvalidIdentifierError, NoSuchNamespaceError, NoSuchTableError
 from rowops.exec.sql_query import check_spark_table, run_query, timestamp_millis
+from rowops.spec.inputs import checked_call, sql_text
 from rowops.spec.results import OperationResult
 from rowops.sqltext.parse import Dml, parse_statement
 from rowops.sqltext.tables import TableUse, lake_template, snapshot_of, table_name
@@ -47,7 +48,7 @@ class _Tables:
         if name not in self.opened:
             try:
                 self.opened[name] = self.scope.table(name)
-            except (NoSuchTableError, InvalidIdentifierError):
+            except (NoSuchTableError, NoSuchNamespaceError, InvalidIdentifierError):
                 self.opened[name] = None
         return self.opened[name]
 
@@ -88,6 +89,7 @@ def _dml(scope: SqlScope, dml: Dml, strategy: str) -> OperationResult | str:
     return operations.run(target, dml.spec, source, strategy)
 
 
+@checked_call
 def sql(lake: SqlScope, text: str, strategy: str = "auto") -> OperationResult | DataFrame | str:
     """Run one SQL statement against ``lake`` (a Lakehouse, a transaction or ``lake.at(...)``).
 
@@ -105,7 +107,7 @@ def sql(lake: SqlScope, text: str, strategy: str = "auto") -> OperationResult | 
         The ``OperationResult`` of a MERGE/UPDATE/DELETE, the plan text of an ``EXPLAIN``, or the
         query's DataFrame.
     """
-    statement = parse_statement(text)
+    statement = parse_statement(sql_text(text, "rowops.sql(text)"))
     if isinstance(statement, Dml):
         return _dml(lake, statement, strategy)
     return query(lake, statement.tree, "the query")

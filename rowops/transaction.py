@@ -79,6 +79,7 @@ class Transaction:
         self._tx.load(ident)  # raises NoSuchTableError
         return Table(self.lake, ident, self._tx)
 
+    @checked_call
     def sql(self, text: str, strategy: str = "auto") -> OperationResult | DataFrame | str:
         """Run one SQL statement inside this transaction (:func:`rowops.sql`): ``MERGE INTO`` / ``UPDATE`` /
         ``DELETE FROM`` (an ``OperationResult``; after ``EXPLAIN`` the plan text), or a query whose lake

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
+from pyiceberg.catalog.sql import SqlCatalog
 from pyspark.sql import DataFrame
 
 import rowops
@@ -21,6 +22,8 @@ from rowops import errors
 from rowops.table import MergeBuilder, Table
 from tests.readers import assert_readers_agree, rowops_rows
 from tests.spark.tables import COLUMNS, fingerprint, frame, make_row
+from tests.spark.test_catalogs import pyiceberg_table
+from tests.spark.test_catalogs import row as catalog_row
 from tests.spark.test_merge_semantics import unchanged
 
 N = 20
@@ -316,3 +319,26 @@ def test_unknown_tables(lake) -> None:  # type: ignore[no-untyped-def]
     unchanged(
         lake, lambda: lake.sql("SELECT * FROM no_such_view"), errors.InvalidExpressionError, "no_such_view"
     )
+
+
+def test_sql_on_a_pyiceberg_catalog(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``Lakehouse.from_catalog(...).sql``: the catalog's tables, committed through the catalog."""
+    sql_catalog = SqlCatalog("sql", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}/wh")
+    sql_catalog.create_namespace("db")
+    pyiceberg_table(sql_catalog, [catalog_row(k) for k in range(30)])
+    lake = rowops.Lakehouse.from_catalog(sql_catalog, spark=spark)
+    result = lake.sql(
+        "UPDATE db.t AS x SET v = concat(x.v, '!') WHERE x.k % 4 = 0", strategy="position-delete"
+    )
+    assert isinstance(result, rowops.OperationResult) and result.rows_updated == 8
+    assert sql_catalog.load_table("db.t").metadata.current_snapshot_id == result.snapshot_id
+    assert lake.sql("SELECT count(*) FROM db.t WHERE v LIKE '%!'").first()[0] == 8
+    with pytest.raises(errors.NoSuchTableError, match=r"nope\.t"):
+        lake.sql("SELECT * FROM nope.t")
+
+
+def test_bad_arguments(lake) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(errors.InvalidArgumentError, match="Spark SQL text"):
+        rowops.sql(lake, 42)  # type: ignore[arg-type]
+    with pytest.raises(errors.InvalidArgumentError, match="did you mean 'strategy'"):
+        lake.sql("DELETE FROM db.t", strategi="auto")
