@@ -318,7 +318,7 @@ class ExecutorEnvironmentError(RowOpsError):
     """Spark's executors cannot run rowops' Python code (missing modules or a broken Python)."""
 
     help = (
-        "Give the executors a Python with rowops' dependencies (pyiceberg-core, pyroaring, pyarrow, pandas): "
+        "Give the executors a Python with rowops' dependencies (pyiceberg-core, pyroaring, pyarrow, pandas, sqlglot): "
         "set PYSPARK_PYTHON before the session starts, or ship a packed environment with --archives "
         "(and rowops itself with --py-files)."
     )
