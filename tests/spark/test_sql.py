@@ -342,3 +342,20 @@ def test_bad_arguments(lake) -> None:  # type: ignore[no-untyped-def]
         rowops.sql(lake, 42)  # type: ignore[arg-type]
     with pytest.raises(errors.InvalidArgumentError, match="did you mean 'strategy'"):
         lake.sql("DELETE FROM db.t", strategi="auto")
+
+
+def test_cte_and_values_sources(lake, strategy, java) -> None:  # type: ignore[no-untyped-def]
+    """``WITH ... MERGE`` (the CTE over a lake table) and a ``VALUES`` source resolve like queries."""
+    table = create(lake)
+    lake.create_table("db.src", frame(lake.spark, [make_row(k, 1) for k in (2, 3, 30)]))
+    with_cte = (
+        "WITH c AS (SELECT * FROM db.src WHERE k <> 3) MERGE INTO db.t t USING c s ON t.k = s.k "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    )
+    values = "MERGE INTO db.t t USING (VALUES (5L), (6L)) AS s(k) ON t.k = s.k WHEN MATCHED THEN DELETE"
+    expected = {r[0]: r for r in (make_row(k) for k in range(N))} | {2: make_row(2, 1), 30: make_row(30, 1)}
+    for key in (5, 6):
+        expected.pop(key)
+    rowops.sql(lake, with_cte, strategy=strategy)
+    rowops.sql(lake, values, strategy=strategy)
+    assert_readers_agree(table, list(expected.values()), COLUMNS, java)
