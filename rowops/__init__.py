@@ -18,6 +18,7 @@ from rowops.errors import (
 from rowops.functions import delete, explain, merge, update
 from rowops.lakehouse import Lakehouse
 from rowops.spec.results import HealthReport, MaintenanceResult, OperationResult
+from rowops.statements import sql
 from rowops.table import MergeBuilder, Table
 from rowops.transaction import Transaction
 
@@ -38,5 +39,6 @@ __all__ = [
     "errors",
     "explain",
     "merge",
+    "sql",
     "update",
 ]

@@ -19,7 +19,7 @@ from pyiceberg.exceptions import TableAlreadyExistsError as IcebergTableAlreadyE
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from rowops import operations
+from rowops import operations, statements
 from rowops.catalog.external import CatalogScope
 from rowops.catalog.register import require_v2
 from rowops.errors import (
@@ -36,6 +36,7 @@ from rowops.meta.tables import new_metadata
 from rowops.spec.identifiers import TableIdentifier, parse_namespace
 from rowops.spec.inputs import check_properties, checked_call, name_list
 from rowops.spec.partitioning import parse_partition_by
+from rowops.spec.results import OperationResult
 from rowops.spec.sorting import parse_sort_by
 from rowops.table import Table
 
@@ -91,6 +92,13 @@ class CatalogLakehouse:
         loaded = self.catalog.load(ident)
         require_v2(loaded.metadata, ident, loaded.metadata_location)
         return Table(self, ident)
+
+    @checked_call
+    def sql(self, text: str, strategy: str = "auto") -> OperationResult | DataFrame | str:
+        """Run one SQL statement on the catalog's tables (:func:`rowops.sql`): ``MERGE INTO`` / ``UPDATE`` /
+        ``DELETE FROM`` (an ``OperationResult``; after ``EXPLAIN`` the plan text), or a query whose lake
+        tables read their current snapshots (a DataFrame)."""
+        return statements.sql(self, text, strategy)
 
     def list_tables(self, namespace: str) -> list[str]:
         """Names (``namespace.table``) of the catalog's tables in a namespace."""

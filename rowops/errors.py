@@ -68,6 +68,24 @@ class InvalidExpressionError(InvalidInputError):
     help = "Conditions are Spark SQL; refer to target columns as t.<col> and source columns as s.<col>."
 
 
+class SqlSyntaxError(InvalidInputError):
+    """SQL text given to ``rowops.sql`` / ``lake.sql`` does not parse."""
+
+    help = (
+        "Write one Spark SQL statement: MERGE INTO ns.t USING ... ON ... WHEN ..., UPDATE ns.t SET ... "
+        "WHERE ..., DELETE FROM ns.t WHERE ..., or a SELECT query (see README.md, section SQL)."
+    )
+
+
+class UnsupportedSqlError(InvalidInputError):
+    """SQL that parses but that rowops does not run (a statement kind or a clause it cannot express)."""
+
+    help = (
+        "rowops.sql runs MERGE INTO, UPDATE, DELETE FROM (optionally after EXPLAIN) and SELECT queries; "
+        "use the Python API for the rest (README.md, section SQL)."
+    )
+
+
 class InvalidPartitionSpecError(InvalidInputError):
     """A partition_by entry is not a supported Iceberg transform of an existing column."""
 
@@ -318,7 +336,7 @@ class ExecutorEnvironmentError(RowOpsError):
     """Spark's executors cannot run rowops' Python code (missing modules or a broken Python)."""
 
     help = (
-        "Give the executors a Python with rowops' dependencies (pyiceberg-core, pyroaring, pyarrow, pandas): "
+        "Give the executors a Python with rowops' dependencies (pyiceberg-core, pyroaring, pyarrow, pandas, sqlglot): "
         "set PYSPARK_PYTHON before the session starts, or ship a packed environment with --archives "
         "(and rowops itself with --py-files)."
     )

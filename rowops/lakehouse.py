@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from rowops import statements
 from rowops.catalog.cleanup import DEFAULT_AGE, CleanupResult, referenced_files, remove_orphans
 from rowops.catalog.history import LakeCommit, changes_back_to, describe
 from rowops.catalog.log import LakeVersion, VersionTaken
@@ -38,6 +39,7 @@ from rowops.operations import append_delta
 from rowops.spec.identifiers import TableIdentifier, parse_namespace
 from rowops.spec.inputs import check_properties, checked_call, name_list
 from rowops.spec.partitioning import parse_partition_by
+from rowops.spec.results import OperationResult
 from rowops.spec.sorting import parse_sort_by
 from rowops.table import Table
 from rowops.transaction import Transaction
@@ -71,6 +73,13 @@ class LakeAt:
         ident = TableIdentifier.parse(name)
         self._view.load(ident)
         return Table(self.lake, ident, self._view)
+
+    @checked_call
+    def sql(self, text: str, strategy: str = "auto") -> OperationResult | DataFrame | str:
+        """Run one SQL statement on this lake version (queries only; writes raise ReadOnlyError) (:func:`rowops.sql`): ``MERGE INTO`` / ``UPDATE`` /
+        ``DELETE FROM`` (an ``OperationResult``; after ``EXPLAIN`` the plan text), or a query whose lake
+        tables read their snapshots as of this version (a DataFrame)."""
+        return statements.sql(self, text, strategy)
 
     def list_tables(self, namespace: str) -> list[str]:
         prefix = f"{namespace}."
@@ -225,6 +234,13 @@ class Lakehouse:
         ident = TableIdentifier.parse(name)
         self.catalog.load(ident)
         return Table(self, ident)
+
+    @checked_call
+    def sql(self, text: str, strategy: str = "auto") -> OperationResult | DataFrame | str:
+        """Run one SQL statement (:func:`rowops.sql`): ``MERGE INTO`` / ``UPDATE`` /
+        ``DELETE FROM`` (an ``OperationResult``; after ``EXPLAIN`` the plan text), or a query whose lake
+        tables read their current snapshots (a DataFrame)."""
+        return statements.sql(self, text, strategy)
 
     def list_tables(self, namespace: str) -> list[str]:
         """Names of the tables in a namespace."""

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from rowops import functions
+from rowops import functions, statements
 from rowops.catalog.batches import batch_record
 from rowops.catalog.branches import BranchScope
 from rowops.catalog.transactions import DEFAULT_ISOLATION, LakeTransaction
@@ -79,6 +79,13 @@ class Transaction:
         ident = TableIdentifier.parse(name)
         self._tx.load(ident)  # raises NoSuchTableError
         return Table(self.lake, ident, self._tx)
+
+    @checked_call
+    def sql(self, text: str, strategy: str = "auto") -> OperationResult | DataFrame | str:
+        """Run one SQL statement inside this transaction (:func:`rowops.sql`): ``MERGE INTO`` / ``UPDATE`` /
+        ``DELETE FROM`` (an ``OperationResult``; after ``EXPLAIN`` the plan text), or a query whose lake
+        tables read their states in this transaction (a DataFrame)."""
+        return statements.sql(self, text, strategy)
 
     def _target(self, target: str | Table) -> Table:
         if isinstance(target, str):

@@ -96,7 +96,7 @@ def read_conf(path: Path | None) -> dict[str, str]:
 
 
 # What executors import: dependencies first, so a missing one is named rather than hidden behind rowops
-EXECUTOR_MODULES = ("pyarrow", "pandas", "pyroaring", "pyiceberg_core", "pyiceberg", "rowops")
+EXECUTOR_MODULES = ("pyarrow", "pandas", "pyroaring", "pyiceberg_core", "pyiceberg", "sqlglot", "rowops")
 _PACKAGE = Path(__file__).resolve().parents[1]
 _shipped: set[str] = set()  # application ids that got the zip
 _checked: set[str] = set()  # application ids whose executors import everything

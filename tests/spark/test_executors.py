@@ -87,6 +87,8 @@ def test_missing_dependency_is_named_up_front(tmp_path: Path) -> None:
     done = run_driver(tmp_path, ["pyspark", "py4j"])
     assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-4000:]
     line = next(line for line in done.stdout.splitlines() if line.startswith("ROWOPS-ERROR"))
-    assert "ExecutorEnvironmentError" in line and "pyarrow" in line and "pyroaring" in line
+    assert (
+        "ExecutorEnvironmentError" in line and "pyarrow" in line and "pyroaring" in line and "sqlglot" in line
+    )
     assert "Help: " in line and "PYSPARK_PYTHON" in line
     assert not (tmp_path / "lake").exists() or not any((tmp_path / "lake").rglob("*.json"))

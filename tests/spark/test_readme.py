@@ -38,3 +38,8 @@ def test_readme_examples_run(spark, tmp_path, monkeypatch) -> None:  # type: ign
     assert set(t.refs()) == {"main", "v1"}  # type: ignore[attr-defined]
     assert t.refs()["v1"]["snapshot_id"] == t.current_snapshot_id  # type: ignore[attr-defined]
     assert t.to_df().where("id = 10").first()["amount"] == 2 * rows[10]["amount"]  # type: ignore[attr-defined]
+    # SQL text (its own table): MERGE / UPDATE / DELETE / EXPLAIN / a transaction, then queries
+    sql = next(block for block in blocks if "lake.sql(" in block)
+    exec(compile(sql, str(README), "exec"), namespace)
+    accounts = {r["id"]: (r["balance"], r["state"]) for r in namespace["accounts"].to_df().collect()}  # type: ignore[attr-defined]
+    assert accounts == {3: (37, "big"), 4: (0, "big")}

@@ -1,0 +1,113 @@
+"""``rowops.sql``: SQL text run against the lake (``lake.sql``, ``tx.sql``).
+
+``MERGE INTO`` / ``UPDATE`` / ``DELETE FROM`` are parsed (``rowops/sqltext/parse.py``) into the same
+specs the builder produces and run by ``operations.run`` (every strategy, ``auto``, ``EXPLAIN``,
+transactions); a query runs through Spark SQL with the lake's tables replaced by DataFrames of their
+snapshots (``rowops/sqltext/tables.py``, ``rowops/exec/sql_query.py``). The MERGE source is such a
+query too: ``SELECT * FROM <source>`` (a lake table, a temporary view, a subquery, ``VALUES``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sqlglot import exp
+
+from rowops import operations
+from rowops.errors import InvalidIdentifierError, NoSuchNamespaceError, NoSuchTableError
+from rowops.exec.sql_query import check_spark_table, run_query, timestamp_millis
+from rowops.spec.inputs import checked_call, sql_text
+from rowops.spec.results import OperationResult
+from rowops.sqltext.parse import Dml, parse_statement
+from rowops.sqltext.tables import TableUse, lake_template, snapshot_of, table_name
+from rowops.table import Table
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+class SqlScope(Protocol):
+    """What SQL runs against: a lakehouse, a transaction or a read-only lake version (``lake.at``)."""
+
+    def table(self, name: str) -> Table: ...
+
+
+def _spark(scope: SqlScope) -> SparkSession:
+    spark: Any = getattr(scope, "spark", None)  # Lakehouse, CatalogLakehouse
+    return spark if spark is not None else scope.lake.spark  # type: ignore[attr-defined]  # Transaction, LakeAt
+
+
+class _Tables:
+    """The lake tables a statement names, opened once each through the scope."""
+
+    def __init__(self, scope: SqlScope) -> None:
+        self.scope = scope
+        self.opened: dict[str, Table | None] = {}
+
+    def get(self, name: str) -> Table | None:
+        if name not in self.opened:
+            try:
+                self.opened[name] = self.scope.table(name)
+            except (NoSuchTableError, NoSuchNamespaceError, InvalidIdentifierError):
+                self.opened[name] = None
+        return self.opened[name]
+
+    def is_lake(self, name: str) -> bool:
+        return self.get(name) is not None
+
+
+def _frame(spark: SparkSession, table: Table, use: TableUse) -> DataFrame:
+    """The rows of one table reference: the current snapshot, or the one its time travel names."""
+    if use.travel is None:
+        return table.to_df()
+    millis = timestamp_millis(spark, use.travel.value) if use.travel.kind == "timestamp" else None
+    return table.to_df(snapshot_id=snapshot_of(table.metadata, use.travel, table.name, millis))
+
+
+def query(scope: SqlScope, tree: exp.Expr, context: str) -> DataFrame:
+    """A query's DataFrame: lake tables resolved at their snapshots, other names left to Spark."""
+    spark = _spark(scope)
+    tables = _Tables(scope)
+    template = lake_template(tree, tables.is_lake)
+    for node in tree.find_all(exp.Table):  # a dotted name that is neither the lake's nor Spark's
+        name = table_name(node)
+        if name is not None and "." in name and not tables.is_lake(name):
+            check_spark_table(spark, name)
+    frames = {}
+    for use in template.uses:
+        table = tables.get(use.name)
+        assert table is not None
+        frames[use.field] = _frame(spark, table, use)
+    return run_query(spark, template.text, frames, context)
+
+
+def _dml(scope: SqlScope, dml: Dml, strategy: str) -> OperationResult | str:
+    target = scope.table(dml.target)  # NoSuchTableError for an unknown target
+    source = query(scope, dml.source, "the MERGE source") if dml.source is not None else None
+    if dml.explain:
+        return operations.explain(target, dml.spec, source, strategy)
+    return operations.run(target, dml.spec, source, strategy)
+
+
+@checked_call
+def sql(lake: SqlScope, text: str, strategy: str = "auto") -> OperationResult | DataFrame | str:
+    """Run one SQL statement against ``lake`` (a Lakehouse, a transaction or ``lake.at(...)``).
+
+    Args:
+        lake: where table names resolve; inside a transaction the operation joins it.
+        text: ``MERGE INTO ns.t [AS t] USING <table | view | (query)> [AS s] ON ... WHEN ...``,
+            ``UPDATE ns.t SET c = expr, ... [WHERE ...]``, ``DELETE FROM ns.t [WHERE ...]`` (each
+            optionally after ``EXPLAIN``), or a query (``SELECT ...``) in which ``ns.t``,
+            ``ns.t VERSION AS OF <snapshot id | 'ref'>`` and ``ns.t TIMESTAMP AS OF <ts>`` read the
+            lake's tables.
+        strategy: as in ``rowops.merge``: ``auto``, ``copy-on-write``, ``position-delete``,
+            ``equality-delete``.
+
+    Returns:
+        The ``OperationResult`` of a MERGE/UPDATE/DELETE, the plan text of an ``EXPLAIN``, or the
+        query's DataFrame.
+    """
+    statement = parse_statement(sql_text(text, "rowops.sql(text)"))
+    if isinstance(statement, Dml):
+        return _dml(lake, statement, strategy)
+    return query(lake, statement.tree, "the query")
