@@ -57,6 +57,7 @@ CASE2 = {
     "rowops auto": [_run([1.0, 1.0], [1.0, 1.0, 2.0]), _run([2.0, 2.0], [1.0, 1.0, 1.0])],
     "rowops copy-on-write": [_run([4.0, 4.0], [1.0, 1.0, 1.0]), _run([4.0, 4.0], [1.0, 1.0, 1.0])],
     "rowops position-delete": [_run([1.25, 1.25], [1.0, 2.0, 2.0]), _run([2.0, 2.0], [1.0, 2.0, 2.0])],
+    "rowops equality-delete": [_run([3.0, 3.0], [1.0, 2.0, 3.0]), _run([3.0, 3.0], [1.0, 2.0, 3.0])],
     "iceberg copy-on-write": [_run([8.0, 8.0], [1.0, 1.0, 1.0]), _run([8.0, 8.0], [1.0, 1.0, 1.0])],
     "iceberg merge-on-read": [_run([2.0, 2.0], [1.0, 0.5, 1.0]), _run([2.0, 2.0], [1.0, 0.5, 1.0])],
 }
@@ -161,6 +162,7 @@ def test_scale_rows_compare_with_the_other_scale_factor() -> None:
     sf1 = _report(_raw(1, case1(2.0, 1.0)), [1], sf=1.0)
     sf10 = _report(_raw(1, case1(3.0, 1.6)), [1], sf=10.0)
     rows = _by_id(targets(sf10, sf1))
+    assert "case1_auto_over_best_fixed" not in rows  # one fixed strategy (the SF 10 subset): no ratio
     assert rows["eq_delete_write_scale"]["value"] == 1.5 and rows["eq_delete_write_scale"]["met"] is False
     scale = rows["scale_case1_write_auto_over_best_iceberg"]  # 0.8 at SF 10 vs 0.5 at SF 1
     assert scale["met"] is False and scale["value"] == pytest.approx(1.6)
