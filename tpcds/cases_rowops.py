@@ -120,16 +120,19 @@ def runtime_filter(enabled: bool) -> Iterator[None]:
         operations.prune_files = original
 
 
-def added_bytes(table: Table) -> int | None:
-    """``added-files-size`` of the current snapshot's summary (data and delete files written)."""
-    current = table.current_snapshot_id
-    for snap in table.snapshots():
-        if snap["snapshot_id"] == current:
-            summary = snap["summary"]
-            assert isinstance(summary, dict)
-            value = summary.get("added-files-size")
-            return int(value) if value is not None else None
-    return None
+def live_paths(table: Table) -> set[str]:
+    files = table.files()
+    return {f.path for f in (*files.data, *files.deletes)}
+
+
+def added_bytes(table: Table, before: set[str]) -> int:
+    """Bytes of the data and delete files the last commit added: the live files not live ``before``.
+
+    rowops' snapshot summaries have no ``added-files-size`` (Iceberg's do), so this reads the sizes from
+    the live file list instead.
+    """
+    files = table.files()
+    return sum(f.size for f in (*files.data, *files.deletes) if f.path not in before)
 
 
 def _warmup(
@@ -158,10 +161,11 @@ def run_series(
     run = new_series_run(reads, answer)
     with runtime_filter(series.runtime_filter):
         for i, seed in enumerate(cfg.iteration_seeds, 1):
+            before = live_paths(table)
             record = timed_rowops_merge(spark, table, batches[seed], series.mode, cfg, tag)
             record.update(iteration=i, seed=seed)
             if record.get("ok"):
-                record["bytes_written"] = added_bytes(table)
+                record["bytes_written"] = added_bytes(table, before)
             run["iterations"].append(record)
             log(tag, f"{series.name} #{i}: {describe_run(record)}")
             if not record.get("ok"):
