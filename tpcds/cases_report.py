@@ -68,6 +68,7 @@ def summarize_series(runs: Sequence[dict[str, Any]], planned: int) -> dict[str, 
         "bytes_written": [r.get("bytes_written") for r in first],
         "spark_jobs": [r.get("spark_jobs") for r in first],
         "chosen": [r["result"]["strategy"] for r in first if "result" in r],
+        "files_scanned": [r["result"].get("files_scanned") for r in first if "result" in r],
         "answers": [
             [run.get("answer_before"), *[r.get("answer") for r in _ok(run.get("iterations", []))]]
             for run in runs
