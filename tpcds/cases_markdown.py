@@ -13,8 +13,10 @@ def _fmt(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _verdict(met: bool | None) -> str:
-    return {True: "met", False: "**missed**", None: "not measured"}[met]
+def _verdict(row: dict[str, Any]) -> str:
+    if row["met"] is not None:
+        return "met" if row["met"] else "**missed**"
+    return "not measured" if row["value"] is None else "info"
 
 
 def cases_markdown(report: dict[str, Any], rows: Sequence[dict[str, Any]]) -> str:
@@ -41,7 +43,7 @@ def cases_markdown(report: dict[str, Any], rows: Sequence[dict[str, Any]]) -> st
         )
         limit = "-" if r["limit"] is None else f"≤ {r['limit']:g}"
         lines.append(
-            f"| {r['target']} | {limit} | {_fmt(r['value'])} | {spread} | {_verdict(r['met'])} | {r['detail']} |"
+            f"| {r['target']} | {limit} | {_fmt(r['value'])} | {spread} | {_verdict(r)} | {r['detail']} |"
         )
     for case, entry in sorted(report.get("cases", {}).items()):
         lines += ["", f"## Case {case}: {entry['name']}", ""]

@@ -63,7 +63,7 @@ def plot_writes(report: dict[str, Any], path: Path) -> Path | None:
         for x, m in zip(xs, medians, strict=True):
             ax.annotate(
                 f"{m:.1f}",
-                (x, m),
+                (x, max(means[x])),
                 ha="center",
                 va="bottom",
                 fontsize=7,
@@ -134,7 +134,7 @@ def plot_tiny(report: dict[str, Any], path: Path) -> Path | None:
         jobs = tiny[n]["spark_jobs"]["median"]
         ax.annotate(
             f"{medians[x]:.2f}s\n{jobs:.0f} jobs" if jobs is not None else f"{medians[x]:.2f}s",
-            (x, medians[x]),
+            (x, tiny[n]["write_s"]["max"]),
             ha="center",
             va="bottom",
             fontsize=7,
