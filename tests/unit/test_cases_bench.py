@@ -8,12 +8,14 @@ from typing import Any
 
 import pytest
 
+from tpcds.bench_cases import best_iceberg_modes
 from tpcds.cases import (
     CASE4_FILE_FRACTION,
     case_series,
     choose_file_buckets,
     streaming_rows_per_bucket,
 )
+from tpcds.cases_common import case_phases
 from tpcds.cases_markdown import cases_markdown
 from tpcds.cases_report import assemble, case_consistency, file_totals, summarize_series, targets
 
@@ -181,3 +183,10 @@ def test_differing_answers_are_caught_and_the_summary_renders() -> None:
     text = cases_markdown(good, targets(good))
     assert "| Case 2 write, auto / best Iceberg mode | ≤ 0.7 | 0.75 | 0.50..1.00 | **missed** |" in text
     assert "| rowops auto | 1.50 | 1.00 | 1.00 | 2.00 | 18/2 | position-delete |" in text
+
+
+def test_sf10_subset_takes_the_best_iceberg_mode_per_case_from_the_other_report() -> None:
+    report = _report(_raw(2, CASE2), [2])
+    assert best_iceberg_modes(report) == {2: "merge-on-read"}
+    assert best_iceberg_modes(None) == {}
+    assert case_phases([2], tiny=False, baseline=False) == ["cases-prepare", "rowops-case2", "iceberg-case2"]
