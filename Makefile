@@ -21,7 +21,7 @@ CONNECT_ENV := PYTHONPATH=$(CURDIR) ROWOPS_CONNECT_SERVER_PYTHON=$(abspath $(PY4
 SPARK4_SUBSET ?= tests/spark/test_compat.py tests/spark/test_behaviour.py
 SPARK4_K ?= compat or position-delete
 
-.PHONY: install install4 install-connect run pipeline-demo test test-s3 test-spark4 test-connect test-slow test-crash test-cluster test-all lint bench bench-log bench-conflicts bench-manifests bench-metadata clean
+.PHONY: install install4 install-connect run pipeline-demo test test-s3 test-spark4 test-connect test-slow test-crash test-cluster test-all lint bench bench-cases bench-cases-sf10 bench-log bench-conflicts bench-manifests bench-metadata clean
 
 install: $(STAMP)
 
@@ -104,6 +104,16 @@ test-all: install lint
 
 bench: install
 	$(PY) -m tpcds.bench --sf 1 --out tpcds/results
+
+# The paper's Cases 1-4 side by side with Iceberg + the tiny-table point (tpcds/bench_cases.py): SF 1,
+# every engine, 2 runs; then SF 10, only what the SF 10 ratios need (1 run; reads cases-sf1.json for the
+# best Iceberg mode per case and the SF 10 / SF 1 rows, so run bench-cases first). On an idle machine.
+CASES_ARGS ?=
+bench-cases: install
+	$(PY) -m tpcds.bench_cases --sf 1 --out tpcds/results $(CASES_ARGS)
+
+bench-cases-sf10: install
+	$(PY) -m tpcds.bench_cases --sf 10 --sf10-subset --tiny-runs 0 --no-baseline --out tpcds/results $(CASES_ARGS)
 
 # Lake log scale: commit/open latency at 1/1,000/10,000 tables x 1,000/100,000 versions (minutes).
 # On a contended disk, build and time the 100,000-version logs elsewhere:

@@ -104,9 +104,17 @@ def _forward(stream: Any, log_file: Any) -> None:
 
 
 def run_phase(
-    phase: str, cfg: BenchConfig, config_path: Path, timeout: float, bench_log: Any
+    phase: str,
+    cfg: BenchConfig,
+    config_path: Path,
+    timeout: float,
+    bench_log: Any,
+    command: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Run one phase subprocess (own process group) to completion or until ``timeout``."""
+    """Run one phase subprocess (own process group) to completion or until ``timeout``.
+
+    ``command`` defaults to ``phase_command(phase, config_path)`` (this runner's phases).
+    """
     logs = Path(cfg.work_dir) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     cfg.phase_result(phase).unlink(missing_ok=True)
@@ -118,7 +126,7 @@ def run_phase(
     started = time.perf_counter()
     with open(stderr_path, "w") as stderr:
         proc = subprocess.Popen(
-            phase_command(phase, config_path),
+            command or phase_command(phase, config_path),
             stdout=subprocess.PIPE,
             stderr=stderr,
             cwd=REPO,
