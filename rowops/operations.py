@@ -142,6 +142,12 @@ def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: 
         raise
 
 
+def _runtime_filter(loaded: LoadedTable) -> bool:
+    """Whether a MERGE prunes target files by the source's key ranges (``plan/pruning.py``); the table
+    property ``rowops.runtime-filter.enabled=false`` turns it off (the paper's Case 4 compares both)."""
+    return _property(loaded, "rowops.runtime-filter.enabled", "true").lower() == "true"
+
+
 def _plan(
     table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str, loaded: LoadedTable
 ) -> Planned:
@@ -163,7 +169,7 @@ def _plan(
                 source, keys, loaded.metadata, partitions, check_unique=strategy == "auto"
             )
         assert isinstance(spec, MergeSpec)
-        if not spec.of("not_matched_by_source"):
+        if not spec.of("not_matched_by_source") and _runtime_filter(loaded):
             kept = {
                 k.path
                 for k in prune_files(file_keys(files.data, keys, loaded.metadata.schema()), keyed.ranges).kept

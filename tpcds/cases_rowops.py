@@ -2,8 +2,8 @@
 table, materialized once as Parquet), ``rowops-case<N>`` (the consecutive MERGEs of one case per rowops
 configuration) and ``rowops-tiny`` (the 10-row upsert into a 10,000-row table).
 
-Runtime file filtering off (Case 4) swaps ``rowops.operations.prune_files`` for a function that keeps
-every file, for the duration of the series (rowops has no property for it: pruning is always on).
+Runtime file filtering off (Case 4) sets the table property ``rowops.runtime-filter.enabled=false``
+(every file is then scanned) for the duration of the series.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import contextlib
 import json
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -100,24 +100,17 @@ def worker_prepare_cases(cfg: CasesConfig, rec: Recorder) -> None:
 
 
 @contextlib.contextmanager
-def runtime_filter(enabled: bool) -> Iterator[None]:
-    """rowops' runtime file pruning as is (``enabled``), or every file kept for the duration."""
-    import rowops.operations as operations
-    from rowops.plan.pruning import Pruned
-
+def runtime_filter(table: Table, enabled: bool) -> Iterator[None]:
+    """rowops' runtime file pruning on (``enabled``) or off (table property
+    ``rowops.runtime-filter.enabled=false``) for the duration."""
     if enabled:
         yield
         return
-    original = operations.prune_files
-
-    def keep_all(files: Sequence[Any], ranges: Any) -> Pruned:
-        return Pruned(tuple(files), ())
-
-    operations.prune_files = keep_all
+    table.set_properties(**{"rowops.runtime-filter.enabled": "false"})
     try:
         yield
     finally:
-        operations.prune_files = original
+        table.set_properties(**{"rowops.runtime-filter.enabled": "true"})
 
 
 def live_paths(table: Table) -> set[str]:
@@ -159,7 +152,7 @@ def run_series(
     jvm_gc(spark)
     reads, answer = timed_reads(lambda: scan_aggregate(table.to_df), READS_PER_POINT)
     run = new_series_run(reads, answer)
-    with runtime_filter(series.runtime_filter):
+    with runtime_filter(table, series.runtime_filter):
         for i, seed in enumerate(cfg.iteration_seeds, 1):
             before = live_paths(table)
             record = timed_rowops_merge(spark, table, batches[seed], series.mode, cfg, tag)

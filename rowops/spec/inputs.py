@@ -129,6 +129,7 @@ _NUMBERS: dict[str, tuple[type[float] | type[int], float]] = {
 _CHOICES = {
     "rowops.colocated-join.enabled": ("true", "false"),
     "rowops.conflict-detection": ("row", "file"),
+    "rowops.runtime-filter.enabled": ("true", "false"),
     "rowops.isolation-level": ("serializable", "snapshot"),
     "write.distribution-mode": ("hash", "range", "none"),
 }
