@@ -73,6 +73,14 @@ def test_runtime_pruning_skips_untouched_buckets(lake, big) -> None:  # type: ig
     assert got == {3: 7, 5: 7, 6: 6}
 
 
+def test_runtime_pruning_off_by_table_property(lake, big) -> None:  # type: ignore[no-untyped-def]
+    big.set_properties(**{"rowops.runtime-filter.enabled": "false"})
+    source = lake.spark.createDataFrame([(k, 7, "x", "y") for k in (3, 5)], big.to_df().schema)
+    result = rowops.merge(source, big, on=["k"], strategy="position-delete")
+    assert (result.files_pruned, result.files_scanned, result.rows_updated) == (0, 8, 2)
+    assert {r["k"]: r["g"] for r in big.to_df().filter("k in (3, 5, 6)").collect()} == {3: 7, 5: 7, 6: 6}
+
+
 def test_hybrid_rewrites_dense_files_and_deletes_in_sparse(lake) -> None:  # type: ignore[no-untyped-def]
     df = lake.spark.range(30_000).select(
         F.col("id").alias("k"),
