@@ -40,6 +40,7 @@ from rowops.meta.paths import join
 
 ENABLED_PROPERTY = "rowops.rewrite.arrow.enabled"
 FIELD_ID = b"PARQUET:field_id"
+DICTIONARY_PAGE_BYTES = 64 * 1024
 ROW_GROUP_ROWS = 1 << 20  # rows buffered per written row group
 _BATCH_ROWS = 1 << 17
 _OUT_SCHEMA = "idx int, written string, rows long"
@@ -136,7 +137,10 @@ def writer_options(properties: Mapping[str, str]) -> dict[str, object]:
     """pyarrow ``ParquetWriter`` options from the table's write properties (codec, level).
 
     Without ``write.parquet.compression-level``, zstd is written at level 3, parquet-mr's default (the
-    level Spark's writer uses), so both ways of rewriting give files of the same size.
+    level Spark's writer uses). parquet-mr drops dictionary encoding for a column chunk whose dictionary
+    does not pay; pyarrow keeps it until the dictionary page reaches its limit: a 64 KiB limit gives
+    files within 2% of Spark's size (a store_sales file: 6.46 MB by Spark, 7.67 MB by pyarrow's
+    default 1 MiB limit, 6.57 MB with 64 KiB).
 
     >>> writer_options({})["compression_level"]
     3
@@ -149,6 +153,7 @@ def writer_options(properties: Mapping[str, str]) -> dict[str, object]:
         "compression": "none" if codec == "uncompressed" else codec,
         "compression_level": int(level) if level else (3 if codec == "zstd" else None),
         "store_decimal_as_integer": True,  # int32/int64 for precision <= 9/18, as Spark writes them
+        "dictionary_pagesize_limit": DICTIONARY_PAGE_BYTES,
     }
 
 
