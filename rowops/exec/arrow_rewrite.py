@@ -12,7 +12,9 @@ Columns are matched by Iceberg field id and written under the current schema's n
 (widened types cast, columns the file lacks written as NULL, dropped columns left out), with the
 field ids, so the result is what Spark's rewrite writes. Files some equality delete applies to, or of
 another partition spec than the current one, are left to Spark (they need a key join or a new
-partition); so is everything when the table property ``rowops.rewrite.arrow.enabled`` is ``false``.
+partition), as are files not written in the table's current sort order (rows keep their order here)
+and tables with nested columns; so is everything when the table property
+``rowops.rewrite.arrow.enabled`` is ``false``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.types import PrimitiveType
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -50,8 +53,17 @@ def arrow_eligible(metadata: TableMetadata, index: DeleteIndex, files: Sequence[
     """The files of ``files`` that can be rewritten in Arrow (see the module doc)."""
     if metadata.properties.get(ENABLED_PROPERTY, "true").lower() != "true":
         return []
+    if not all(isinstance(f.field_type, PrimitiveType) for f in metadata.schema().fields):
+        return []  # conform() matches top-level field ids only
     spec_id = metadata.default_spec_id
-    return [f for f in files if f.spec_id == spec_id and not index.equality_deletes_on(f)]
+    order = metadata.default_sort_order_id if metadata.sort_order().fields else None
+    return [
+        f
+        for f in files
+        if f.spec_id == spec_id
+        and not index.equality_deletes_on(f)
+        and (order is None or f.data_file.sort_order_id == order)  # kept order: the table's order
+    ]
 
 
 def rewrite_dropping_positions(

@@ -3,6 +3,7 @@ and that what they write reads back as Spark's rewrite would, through every read
 
 from __future__ import annotations
 
+import pyarrow.parquet as pq
 import pytest
 
 import rowops
@@ -102,4 +103,27 @@ def test_files_under_equality_deletes_are_rewritten_by_spark(lake, java) -> None
     rewrites = [f.path for f in table.files().data if "/rewrite-" in f.path]
     assert [p for p in rewrites if "/part-arrow-" in p]
     assert [p for p in rewrites if "/part-arrow-" not in p]
+    assert_readers_agree(table, oracle.values(), COLUMNS, java)
+
+
+def test_sorted_table_rewrite_keeps_the_sort_order(lake, java) -> None:  # type: ignore[no-untyped-def]
+    rows = [make_row(k) for k in range(N)]
+    table = lake.create_table(
+        "db.t", frame(lake.spark, rows), identifier=["k"], sort_by=["x DESC NULLS LAST"]
+    )
+    table.set_properties(**{"rowops.read-weight": "0"})
+    oracle = Oracle(Layout("unpartitioned", (), ("k",)), rows)
+    changes = [make_row(k, 3) for k in range(0, N, 6)]
+    rowops.merge(frame(lake.spark, changes), table, on=["k"], strategy="copy-on-write")
+    oracle.upsert(changes)
+    arrow = [f for f in table.files().data if "/part-arrow-" in f.path]
+    assert arrow and all(f.data_file.sort_order_id == table.metadata.default_sort_order_id for f in arrow)
+    for f in arrow:
+        xs = [
+            v
+            for v in pq.read_table(table.lake.catalog.io.new_input(f.path).open(), columns=["x"])[
+                "x"
+            ].to_pylist()
+        ]
+        assert xs == sorted(xs, key=lambda v: (v is None, -(v or 0)))
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
