@@ -45,7 +45,8 @@ def _job_error(context: str, exc: Exception) -> RowOpsError:
     python = [line for line in lines if _PYTHON_ERROR.match(line)]
     if python and ("Traceback" in summary or "Python worker" in summary):
         summary = python[-1]  # a Python worker's error: its last line says what went wrong
-    if "FileNotFoundException" in summary:  # e.g. executors that do not share the driver's disk
+    if "FileNotFoundException" in summary or summary.startswith("FileNotFoundError"):  # e.g. executors
+        # that do not share the driver's disk (a JVM reader's or a Python task's, e.g. exec/arrow_rewrite)
         return MissingFileError(f"Spark found no file it had to read in {context}: {summary[:500]}")
     return SparkJobError(f"Spark failed in {context}: {summary[:500]}")
 

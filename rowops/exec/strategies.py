@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rowops.errors import DuplicateKeyError, NullKeyError, UnmatchedFileError
+from rowops.exec.arrow_rewrite import arrow_eligible, rewrite_dropping_positions
 from rowops.exec.changes import RowChanges
 from rowops.exec.scan import FILE_COL, POS_COL, file_uris, position_deletes, scan
 from rowops.exec.write import (
@@ -27,7 +28,7 @@ from rowops.exec.write import (
     write_equality_deletes,
     write_position_deletes,
 )
-from rowops.meta.delete_index import delete_index
+from rowops.meta.delete_index import DeleteIndex, delete_index
 from rowops.meta.files import LiveFile, TableFiles, WrittenFile
 from rowops.plan.cost import FileChange, rewrite_is_cheaper, small_files_to_merge, worth_merging
 
@@ -156,16 +157,38 @@ def _replaced(ctx: WriteContext, paths: set[str]) -> Written:
 
 
 def rewrite_files(ctx: WriteContext, removed: DataFrame, paths: set[str]) -> Written:
-    """Copy-on-write of ``paths``: their surviving rows, written where they were read (no shuffle)."""
+    """Copy-on-write of ``paths``: their surviving rows, written where they were read (no shuffle).
+
+    Files that only lose positions are rewritten one to one by pyarrow in Spark tasks
+    (``exec/arrow_rewrite.py``); the others (equality deletes apply, another partition spec) by Spark.
+    """
     targets = [f for f in ctx.files.data if f.path in paths]
     if not targets:
         return Written()
-    max_rows = max(int(ctx.target_file_size / max(ctx.bytes_per_row, 1.0)), 1)
-    survivors = _survivors(ctx, removed, targets)
-    written = write_data(
-        survivors, ctx.metadata, ctx.stage.next_dir("rewrite"), cluster=False, max_rows=max_rows
-    )
-    return Written(data=written).merge(_replaced(ctx, paths))
+    index = delete_index(ctx.files)
+    in_arrow = arrow_eligible(ctx.metadata, index, targets)
+    written = Written(data=_rewrite_in_arrow(ctx, removed, in_arrow, index)) if in_arrow else Written()
+    by_spark = [f for f in targets if f not in set(in_arrow)]
+    if by_spark:
+        max_rows = max(int(ctx.target_file_size / max(ctx.bytes_per_row, 1.0)), 1)
+        survivors = _survivors(ctx, removed, by_spark)
+        rewritten = write_data(
+            survivors, ctx.metadata, ctx.stage.next_dir("rewrite"), cluster=False, max_rows=max_rows
+        )
+        written = written.merge(Written(data=rewritten))
+    return written.merge(_replaced(ctx, paths))
+
+
+def _rewrite_in_arrow(
+    ctx: WriteContext, removed: DataFrame, targets: list[LiveFile], index: DeleteIndex
+) -> list[WrittenFile]:
+    """``targets`` rewritten without their removed rows and the rows their position deletes drop."""
+    dropped = removed.select(FILE_COL, POS_COL)
+    old = position_deletes(ctx.spark, index.position_deletes_applying(targets), targets)
+    if old is not None:
+        dropped = dropped.unionByName(old)
+    directory = ctx.stage.next_dir("rewrite")
+    return rewrite_dropping_positions(ctx.spark, ctx.metadata, directory.io, targets, dropped, directory.key)
 
 
 def delete_positions(ctx: WriteContext, removed: DataFrame, counts: dict[str, int]) -> Written:

@@ -128,6 +128,7 @@ _NUMBERS: dict[str, tuple[type[float] | type[int], float]] = {
 }
 _CHOICES = {
     "rowops.colocated-join.enabled": ("true", "false"),
+    "rowops.rewrite.arrow.enabled": ("true", "false"),
     "rowops.conflict-detection": ("row", "file"),
     "rowops.runtime-filter.enabled": ("true", "false"),
     "rowops.isolation-level": ("serializable", "snapshot"),
