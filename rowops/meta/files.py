@@ -28,6 +28,7 @@ from rowops.meta.evolution import promoted_ids, stored_types
 from rowops.meta.fileio import read_footer
 from rowops.meta.manifests import PartitionFilter, read_live
 from rowops.meta.paths import normalize_path, to_uri
+from rowops.meta.v3 import read_manifest_list
 
 FILE_PATH_ID, POS_ID = 2147483546, 2147483545
 POSITION_DELETE_SCHEMA = Schema(
@@ -198,7 +199,7 @@ def live_files(
         return TableFiles(None, 0, (), (), (), ())
     keep = PartitionFilter(metadata, partition_filter) if partition_filter is not None else None
     try:
-        manifests = tuple(snapshot.manifests(io))
+        manifests = read_manifest_list(io, snapshot.manifest_list)
         wanted = [m for m in manifests if keep is None or keep.manifest(m)]
         per_manifest = read_live(wanted, io, lambda e: _live(e, metadata))
     except FileNotFoundError:
