@@ -28,7 +28,7 @@ from rowops.meta.evolution import promoted_ids, stored_types
 from rowops.meta.fileio import read_footer
 from rowops.meta.manifests import PartitionFilter, read_live
 from rowops.meta.paths import normalize_path, to_uri
-from rowops.meta.v3 import read_manifest_list
+from rowops.meta.v3 import is_deletion_vector, read_manifest_list, referenced_data_file
 
 FILE_PATH_ID, POS_ID = 2147483546, 2147483545
 POSITION_DELETE_SCHEMA = Schema(
@@ -75,6 +75,9 @@ class LiveFile:
 
         None when the metrics are missing (then it may reference any data file).
         """
+        if is_deletion_vector(self.data_file):  # v3: a DV names its one data file
+            ref = referenced_data_file(self.data_file)
+            return (normalize_path(ref), normalize_path(ref)) if ref is not None else None
         lower = (self.data_file.lower_bounds or {}).get(FILE_PATH_ID)
         upper = (self.data_file.upper_bounds or {}).get(FILE_PATH_ID)
         if lower is None or upper is None:
@@ -232,6 +235,7 @@ class WrittenFile:
 
     path: str
     partition: tuple[object, ...]
+    entry: DataFile | None = None  # its manifest entry when the writer built it (deletion vectors)
 
 
 def _data_file(
@@ -292,18 +296,19 @@ def data_files_from_parquet(
         if content == DataFileContent.DATA and metadata.sort_order().fields
         else None
     )
+    built = [w.entry for w in written if w.entry is not None]
     with ThreadPoolExecutor(max_workers=8) as pool:
         files = list(
             pool.map(
                 lambda w: _data_file(
                     io, w.path, schema, props, spec, w.partition, content, equality_ids, sorted_by
                 ),
-                written,
+                [w for w in written if w.entry is None],
             )
         )
     for empty in (f for f in files if f.record_count == 0):
         io.delete(empty.file_path)
-    return [f for f in files if f.record_count > 0]
+    return built + [f for f in files if f.record_count > 0]
 
 
 def _names(schema: Schema, ids: Sequence[int] | None) -> list[str]:
