@@ -39,6 +39,8 @@ from rowops.commit.read_set import ColumnBounds, ReadSet
 from rowops.errors import ConflictKind
 from rowops.meta.files import FILE_PATH_ID, LiveFile, TableFiles
 from rowops.meta.paths import normalize_path, to_uri
+from rowops.meta.puffin import read_deletion_vector
+from rowops.meta.v3 import content_range, is_deletion_vector, referenced_data_file
 from rowops.plan.pruning import Bounds
 
 if TYPE_CHECKING:
@@ -64,6 +66,9 @@ def referenced_bounds(data_file: DataFile) -> tuple[str, str] | None:
 
     None when unknown (missing metrics, or bounds in different path forms that would not bound).
     """
+    if is_deletion_vector(data_file):  # v3: a deletion vector names its one data file
+        ref = referenced_data_file(data_file)
+        return (normalize_path(ref), normalize_path(ref)) if ref is not None else None
     lower = (data_file.lower_bounds or {}).get(FILE_PATH_ID)
     upper = (data_file.upper_bounds or {}).get(FILE_PATH_ID)
     if lower is None or upper is None:
@@ -133,10 +138,23 @@ class _Rows:
     _positions: dict[tuple[str, str], BitMap64] = field(default_factory=dict)
     _base_index: _ByReferencedPath | None = None
     _own_index: _ByReferencedPath | None = None
+    _vectors: dict[str, DataFile] = field(default_factory=dict)  # deletion vectors by (local) path
+
+    def __post_init__(self) -> None:
+        added = ((normalize_path(d.file_path), d) for d in self.delta.added_deletes)
+        for path, d in [*added, *((f.path, f.data_file) for f in self.base.position_deletes)]:
+            if is_deletion_vector(d):
+                self._vectors[path] = d
+
+    def note_vectors(self, deletes: Iterable[LiveFile]) -> None:
+        self._vectors.update((d.path, d.data_file) for d in deletes if is_deletion_vector(d.data_file))
 
     def positions(self, delete_path: str, data: LiveFile) -> BitMap64:
         """Positions of ``data`` deleted by the position delete file at (local) ``delete_path``."""
         key = (delete_path, data.path)
+        vector = self._vectors.get(delete_path)
+        if key not in self._positions and vector is not None:
+            self._positions[key] = read_deletion_vector(delete_path, *(content_range(vector) or (0, 0)))
         if key not in self._positions:
             forms = sorted({data.data_file.file_path, data.path, to_uri(data.path), "file://" + data.path})
             table = pq.read_table(delete_path, columns=["pos"], filters=[("file_path", "in", forms)])
@@ -167,6 +185,7 @@ class _Rows:
         own = self.own_new_positions(data)
         if own is None:
             return None
+        self.note_vectors(concurrent)
         return own & self.union((d.path for d in concurrent), data)
 
     def equality_delete_disjoint(self, delete: LiveFile) -> bool:

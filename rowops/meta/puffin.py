@@ -25,6 +25,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import pyarrow.fs as pafs
 from pyroaring import BitMap64
 
 PUFFIN_MAGIC = b"PFA1"
@@ -101,3 +102,14 @@ def puffin_file(
     payload = json.dumps({"blobs": blobs, "properties": {"created-by": created_by}}).encode()
     out += PUFFIN_MAGIC + payload + len(payload).to_bytes(4, "little") + bytes(4) + PUFFIN_MAGIC
     return bytes(out), refs
+
+
+def read_deletion_vector(path: str, offset: int, length: int) -> BitMap64:
+    """The positions of the DV blob at ``offset``/``length`` of the Puffin file at ``path`` (a local
+    path or a URI pyarrow resolves), read on the driver: a blob is small, metadata-like."""
+    if "://" in path:
+        fs, key = pafs.FileSystem.from_uri(path)
+    else:
+        fs, key = pafs.LocalFileSystem(), path
+    with fs.open_input_file(key) as f:
+        return deserialize_dv(f.read_at(length, offset))
