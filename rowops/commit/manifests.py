@@ -39,7 +39,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.typedef import TableVersion
 from pyiceberg.types import IntegerType, ListType, NestedField, StructType
 
-from rowops.meta.v3 import V3, as_v3_data_file, as_v3_manifest, manifest_first_row_id
+from rowops.meta.v3 import V3, as_v3_data_file, as_v3_manifest, entry_id, manifest_first_row_id
 
 _CODEC: Literal["deflate"] = "deflate"
 
@@ -153,13 +153,14 @@ def rewrite_without(
     snapshot_id: int,
     version: TableVersion = 2,
 ) -> ManifestFile:
-    """Rewrite a manifest marking the entries whose path is in ``removed_paths`` as DELETED.
+    """Rewrite a manifest marking the entries whose id (``meta/v3.entry_id``: the path, plus the
+    referenced data file for a deletion vector) is in ``removed_paths`` as DELETED.
 
     On v3, entries carry the ``first_row_id`` they inherited when read (``meta/v3.py``), so their rows
     keep their row ids in the new manifest."""
     with _writer(manifest.content, spec, schema, io, path, snapshot_id, version) as writer:
         for entry in entries:
-            if entry.data_file.file_path in removed_paths:
+            if entry_id(entry.data_file) in removed_paths:
                 writer.delete(entry)
             else:
                 writer.existing(entry)

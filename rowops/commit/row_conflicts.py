@@ -37,7 +37,7 @@ from pyroaring import BitMap64
 
 from rowops.commit.read_set import ColumnBounds, ReadSet
 from rowops.errors import ConflictKind
-from rowops.meta.files import FILE_PATH_ID, LiveFile, TableFiles
+from rowops.meta.files import DV_SEPARATOR, FILE_PATH_ID, LiveFile, TableFiles
 from rowops.meta.paths import normalize_path, to_uri
 from rowops.meta.puffin import read_deletion_vector
 from rowops.meta.v3 import content_range, is_deletion_vector, referenced_data_file
@@ -77,6 +77,14 @@ def referenced_bounds(data_file: DataFile) -> tuple[str, str] | None:
     if len(low) - len(normalize_path(low)) != len(high) - len(normalize_path(high)):
         return None
     return normalize_path(low), normalize_path(high)
+
+
+def _delete_path(d: DataFile) -> str:
+    """``LiveFile.path`` of a delete file written by a delta (deletion vectors carry their data file)."""
+    path = normalize_path(d.file_path)
+    if is_deletion_vector(d):
+        return f"{path}{DV_SEPARATOR}{normalize_path(referenced_data_file(d) or '')}"
+    return path
 
 
 class _ByReferencedPath:
@@ -141,7 +149,7 @@ class _Rows:
     _vectors: dict[str, DataFile] = field(default_factory=dict)  # deletion vectors by (local) path
 
     def __post_init__(self) -> None:
-        added = ((normalize_path(d.file_path), d) for d in self.delta.added_deletes)
+        added = ((_delete_path(d), d) for d in self.delta.added_deletes)
         for path, d in [*added, *((f.path, f.data_file) for f in self.base.position_deletes)]:
             if is_deletion_vector(d):
                 self._vectors[path] = d
@@ -154,7 +162,8 @@ class _Rows:
         key = (delete_path, data.path)
         vector = self._vectors.get(delete_path)
         if key not in self._positions and vector is not None:
-            self._positions[key] = read_deletion_vector(delete_path, *(content_range(vector) or (0, 0)))
+            where = content_range(vector) or (0, 0)
+            self._positions[key] = read_deletion_vector(normalize_path(vector.file_path), *where)
         if key not in self._positions:
             forms = sorted({data.data_file.file_path, data.path, to_uri(data.path), "file://" + data.path})
             table = pq.read_table(delete_path, columns=["pos"], filters=[("file_path", "in", forms)])
@@ -171,7 +180,7 @@ class _Rows:
         """Positions of ``data`` this delta deletes that were not deleted at its base (None: unknown)."""
         if self._own_index is None:
             pos = DataFileContent.POSITION_DELETES
-            written = [(normalize_path(d.file_path), d) for d in self.delta.added_deletes if d.content == pos]
+            written = [(_delete_path(d), d) for d in self.delta.added_deletes if d.content == pos]
             self._own_index = _ByReferencedPath(written)
             self._base_index = _ByReferencedPath((d.path, d.data_file) for d in self.base.position_deletes)
         assert self._base_index is not None

@@ -39,7 +39,7 @@ from rowops.commit.row_conflicts import Conflict, delete_conflict
 from rowops.errors import ConflictKind
 from rowops.meta.files import TableFiles
 from rowops.meta.manifests import read_all, read_entries
-from rowops.meta.v3 import V3, next_row_id
+from rowops.meta.v3 import V3, entry_id, next_row_id
 from rowops.spec.properties import row_level_conflicts
 
 __all__ = ["Conflict", "RowDelta", "apply", "find_conflict", "main_branch_update"]
@@ -181,13 +181,13 @@ def _manifests(
             pending[path] = [
                 ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, data_file=f) for f in files
             ]
-    removed = {f.data_file.file_path for f in base_files.data if f.path in delta.removed_data}
-    removed |= {f.data_file.file_path for f in base_files.deletes if f.path in delta.removed_deletes}
+    removed = {entry_id(f.data_file) for f in base_files.data if f.path in delta.removed_data}
+    removed |= {entry_id(f.data_file) for f in base_files.deletes if f.path in delta.removed_deletes}
     kept: dict[ManifestContent, list[ManifestFile]] = {ManifestContent.DATA: [], ManifestContent.DELETES: []}
     for manifest, entries in zip(base_files.manifests, read_all(base_files.manifests, io), strict=True):
         if not entries:
             continue
-        if not any(e.data_file.file_path in removed for e in entries):
+        if not any(entry_id(e.data_file) in removed for e in entries):
             kept[manifest.content].append(manifest)
             continue
         path = mf.manifest_path(metadata_dir, snapshot_id, len(written))
@@ -227,7 +227,7 @@ def _manifests(
 
 def _rewritten(entry: ManifestEntry, removed: set[str], snapshot_id: int) -> ManifestEntry:
     """An entry as ``rewrite_without`` wrote it (DELETED by this snapshot, or EXISTING as it was)."""
-    if entry.data_file.file_path in removed:
+    if entry_id(entry.data_file) in removed:
         return ManifestEntry.from_args(
             status=ManifestEntryStatus.DELETED,
             snapshot_id=snapshot_id,

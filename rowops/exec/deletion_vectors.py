@@ -160,10 +160,10 @@ def deletion_vector_positions(
     for d in dvs:
         ref, where = d.referenced_file, content_range(d.data_file)
         if ref in wanted and where is not None:
-            blobs[spark_name(d.path)].append((where[0], where[1], spark_name(ref)))
+            blobs[spark_name(d.file_key)].append((where[0], where[1], spark_name(ref)))
     if not blobs:
         return None
-    keys = sorted({d.path for d in dvs if spark_name(d.path) in blobs})
+    keys = sorted({d.file_key for d in dvs if spark_name(d.file_key) in blobs})
     with session_conf(spark, DRIVER_LISTING):
         files = spark.read.format("binaryFile").load([spark_uri(k) for k in keys]).select("path", "content")
     rows = files.mapInArrow(_read_task(dict(blobs)), "_file string, _pos long")

@@ -39,9 +39,17 @@ POSITION_DELETE_SCHEMA = Schema(
 _FULL_METRICS = {"write.metadata.metrics.default": "full"}
 
 
+DV_SEPARATOR = "#dv:"
+
+
 @dataclass(frozen=True)
 class LiveFile:
-    """A live data or delete file of a snapshot, with its inherited sequence number."""
+    """A live data or delete file of a snapshot, with its inherited sequence number.
+
+    ``path`` names the file in rowops (removals, conflicts, the delete index): its local path, and for
+    a deletion vector its Puffin file's path + ``#dv:`` + the data file it references (the same Puffin
+    file may hold vectors of other data files); ``file_key`` is where its bytes are.
+    """
 
     entry: ManifestEntry = field(repr=False, compare=False)
     path: str
@@ -56,6 +64,11 @@ class LiveFile:
     @property
     def data_file(self) -> DataFile:
         return self.entry.data_file
+
+    @property
+    def file_key(self) -> str:
+        """The local path / key of the file holding this file's bytes (a vector's Puffin file)."""
+        return self.path.split(DV_SEPARATOR, 1)[0]
 
     @property
     def record_count(self) -> int:
@@ -160,9 +173,12 @@ def _prefix(path: str) -> str:
 def _live(entry: ManifestEntry, metadata: TableMetadata) -> LiveFile:
     df = entry.data_file
     spec = metadata.specs().get(int(df.spec_id))
+    path = normalize_path(df.file_path)
+    if is_deletion_vector(df):  # one Puffin file may hold the vectors of several data files
+        path = f"{path}{DV_SEPARATOR}{normalize_path(referenced_data_file(df) or '')}"
     return LiveFile(
         entry=entry,
-        path=normalize_path(df.file_path),
+        path=path,
         content=df.content,
         seq=int(entry.sequence_number or 0),
         spec_id=int(df.spec_id),

@@ -141,3 +141,11 @@ def next_row_id(metadata: TableMetadata) -> int | None:
     """The table's ``next-row-id`` (v3), None before v3."""
     value = getattr(metadata, "next_row_id", None)
     return int(value) if value is not None else None
+
+
+def entry_id(df: DataFile) -> str:
+    """What names one manifest entry: its file path, plus the referenced data file for a deletion
+    vector (Iceberg Java packs several vectors into one Puffin file; removing one must keep the others)."""
+    if is_deletion_vector(df):
+        return f"{df.file_path}#{referenced_data_file(df)}"
+    return str(df.file_path)

@@ -39,13 +39,13 @@ def main(warehouse: str, rows: int, names: list[str], v3_deletes: bool = False) 
     spark.sparkContext.setLogLevel("ERROR")
     for name in names:
         table = f"h.db.{name}"
+        props = "'format-version'='2'"
+        if v3_deletes:
+            modes = ("delete", "update", "merge")
+            props = "'format-version'='3', " + ", ".join(f"'write.{m}.mode'='merge-on-read'" for m in modes)
         spark.sql(
             f"CREATE TABLE {table} (k bigint NOT NULL, v string, n int) USING iceberg "
-            "PARTITIONED BY (bucket(4, k)) TBLPROPERTIES ('format-version'='2')"
-            if not v3_deletes
-            else "PARTITIONED BY (bucket(4, k)) TBLPROPERTIES ('format-version'='3', "
-            "'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', "
-            "'write.merge.mode'='merge-on-read')"
+            f"PARTITIONED BY (bucket(4, k)) TBLPROPERTIES ({props})"
         )
         spark.sql(f"ALTER TABLE {table} SET IDENTIFIER FIELDS k")
         half = rows // 2

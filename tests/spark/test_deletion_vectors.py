@@ -84,12 +84,12 @@ def test_two_deletes_on_one_file_leave_one_deletion_vector(lake, java) -> None: 
     # the union of both deletes' positions (row k sits at position k of the one file)
     deleted = sorted({k for k in range(0, 40, 4)} | {k for k in range(40) if k % 6 == 1})
     assert df.record_count == len(deleted)
-    (read,) = deletion_vectors_from_puffin_file(PuffinFile(Path(dv.path).read_bytes()))
+    (read,) = deletion_vectors_from_puffin_file(PuffinFile(Path(dv.file_key).read_bytes()))
     assert read.referenced_data_file == data.data_file.file_path
     assert read.to_vector().to_pylist() == deleted
     offset, length = content_range(df) or (0, 0)
     assert (offset, length) != (0, 0) and offset + length <= df.file_size_in_bytes
-    assert not any(p.path.endswith(".parquet") for p in files.position_deletes)  # v3: no delete files
+    assert all(p.file_key.endswith(".puffin") for p in files.position_deletes)  # v3: no delete files
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
 
 
@@ -117,7 +117,7 @@ def test_compact_and_expire_on_v3(lake, java) -> None:  # type: ignore[no-untype
         changes = [make_row(k, version) for k in keys]
         rowops.merge(frame(lake.spark, changes), table, on=["k"], strategy="position-delete")
         oracle.upsert(changes)
-    old_vectors = [d.path for d in table.files().position_deletes]
+    old_vectors = [d.file_key for d in table.files().position_deletes]
     assert old_vectors and all(p.endswith(".puffin") for p in old_vectors)
     assert table.compact_position_deletes().snapshot_id is None  # one vector per file: nothing to merge
     table.compact(target_file_size=1 << 30)
