@@ -4,9 +4,8 @@ Writing: the ``(_file, _pos)`` rows to delete are tagged with the index of their
 broadcast of one row per target file), hash-partitioned by it (a data file's positions meet in one
 task) and each task builds one Roaring bitmap per data file in ``mapInArrow`` and writes it as a Puffin
 file of one blob through the lake's FileIO (pyarrow; S3 too). One Puffin file per vector (Iceberg Java
-packs a task's vectors into one file): rowops names delete files by path (removals, conflicts, the
-delete index), and a vector replaced by its union with new positions then leaves no other vector
-behind in a shared file. Only one small row per vector
+packs a task's vectors into one file, which rowops reads and replaces vector by vector: a vector is
+named by its Puffin file and its data file, ``LiveFile.path``). Only one small row per vector
 (file, offset, length, cardinality) reaches the driver, which builds the manifest entries from them:
 table rows never pass through the driver. Bitmaps de-duplicate positions, so a new vector is simply
 built from the union of the previous vector's positions and the new ones.
