@@ -309,10 +309,15 @@ def delete_conflict(
     touched = _Touched([f for f in current.data if f.path in delta.touched_data])
     rows = _Rows(delta, base, schema)
     by_data: dict[str, list[LiveFile]] = {}
+    own_vectors = {
+        normalize_path(referenced_data_file(d) or "") for d in delta.added_deletes if is_deletion_vector(d)
+    }
     for delete in new:
         hits = touched.hit_by(delete)
         if not hits:
             continue
+        if is_deletion_vector(delete.data_file) and any(f.path in own_vectors for f in hits):
+            return _vector_conflict(delete, current.snapshot_id)
         file_level = not row_level or any(f.path in delta.removed_data for f in hits)
         if file_level or (
             delete.content == DataFileContent.EQUALITY_DELETES and not rows.equality_delete_disjoint(delete)
@@ -327,6 +332,14 @@ def delete_conflict(
         if common is None or common:
             return _position_conflict(data, common, current.snapshot_id)
     return None
+
+
+def _vector_conflict(delete: LiveFile, snapshot: int | None) -> Conflict:
+    """v3: a data file has at most one deletion vector; this delta's would be a second one (as Iceberg
+    Java's ``validateAddedDVs``), whatever the positions."""
+    target = delete.referenced_file or delete.path
+    reason = "a deletion vector was concurrently added for a data file this operation adds one for"
+    return Conflict(ConflictKind.CONCURRENT_DELETE_READ, reason, snapshot, (target,))
 
 
 def _file_conflict(

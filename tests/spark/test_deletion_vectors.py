@@ -17,12 +17,13 @@ from pyiceberg.table.deletion_vector import deletion_vectors_from_puffin_file
 from pyiceberg.table.puffin import PuffinFile
 
 import rowops
-from rowops.errors import InvalidInputError
+from rowops.errors import CommitConflictError, ConflictKind, InvalidInputError
 from rowops.meta.paths import normalize_path
 from rowops.meta.v3 import content_range, manifest_first_row_id, read_manifest_list, referenced_data_file
 from tests.readers import assert_readers_agree
-from tests.spark.tables import COLUMNS, Layout, Oracle, frame, make_row
+from tests.spark.tables import COLUMNS, Layout, Oracle, fingerprint, frame, make_row
 from tests.spark.test_errors import assert_unchanged
+from tests.spark.test_row_conflicts import Pinned
 
 REPO = Path(__file__).resolve().parents[2]
 UNPARTITIONED = Layout("unpartitioned", (), ("k",))
@@ -127,6 +128,25 @@ def test_compact_and_expire_on_v3(lake, java) -> None:  # type: ignore[no-untype
     table.expire_snapshots(retain_last=1)
     assert not any(Path(p).exists() for p in old_vectors)
     table.remove_orphans(older_than=timedelta(0))
+    assert_readers_agree(table, oracle.values(), COLUMNS, java)
+
+
+def test_concurrent_vectors_for_one_file_conflict(lake, java) -> None:  # type: ignore[no-untyped-def]
+    """Disjoint position deletes of one data file rebase on v2 (two delete files); on v3 a second
+    deletion vector for the file is forbidden: the loser conflicts and leaves the lake unchanged."""
+    table, oracle = _one_file_table(lake)
+    stale = Pinned(table)
+    first = [make_row(k, 1) for k in (10, 11)]
+    rowops.merge(frame(lake.spark, first), table, on=["k"], strategy="position-delete")
+    oracle.upsert(first)
+    before = fingerprint(lake)
+    with pytest.raises(CommitConflictError) as caught:
+        rowops.merge(
+            frame(lake.spark, [make_row(k, 2) for k in (2, 3)]), stale, on=["k"], strategy="position-delete"
+        )
+    assert caught.value.kind == ConflictKind.CONCURRENT_DELETE_READ and "deletion vector" in str(caught.value)
+    assert fingerprint(lake) == before
+    assert len(table.files().position_deletes) == 1
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
 
 
