@@ -150,6 +150,23 @@ def test_concurrent_vectors_for_one_file_conflict(lake, java) -> None:  # type: 
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
 
 
+def test_v3_table_created_and_changed_in_a_transaction(lake, java) -> None:  # type: ignore[no-untyped-def]
+    rows = [make_row(k) for k in range(30)]
+    with lake.transaction() as tx:
+        t = tx.create_table("db.t", frame(lake.spark, rows).coalesce(1), identifier=["k"], format_version=3)
+        rowops.merge(
+            frame(lake.spark, [make_row(k, 1) for k in (3, 4)]), t, on=["k"], strategy="position-delete"
+        )
+        tx.delete("db.t", where="k = 7", strategy="position-delete")
+    table = lake.table("db.t")
+    assert table.metadata.format_version == 3
+    (dv,) = table.files().position_deletes
+    assert dv.record_count == 3 and dv.file_key.endswith(".puffin")
+    expected = {r[0]: r for r in rows} | {k: make_row(k, 1) for k in (3, 4)}
+    expected.pop(7)
+    assert_readers_agree(table, expected.values(), COLUMNS, java)
+
+
 def test_format_version_is_checked(lake) -> None:  # type: ignore[no-untyped-def]
     df = frame(lake.spark, [make_row(1)])
     message = assert_unchanged(
