@@ -28,6 +28,7 @@ from rowops.errors import (
     NoSuchNamespaceError,
     NoSuchTableError,
     TableAlreadyExistsError,
+    UnsupportedTableFormatError,
 )
 from rowops.exec.session import configure, create_session
 from rowops.exec.types import to_iceberg_schema
@@ -136,12 +137,20 @@ class CatalogLakehouse:
         identifier: Sequence[str] | None = None,
         properties: dict[str, str] | None = None,
         sort_by: Sequence[str] | None = None,
+        format_version: int = 2,
     ) -> Table:
         """Create a table in the catalog (``catalog.create_table``); a DataFrame's rows are then appended
         (a second catalog commit; the table is dropped again if the append fails).
 
-        Arguments as ``Lakehouse.create_table``; the catalog chooses the table's location.
+        Arguments as ``Lakehouse.create_table``; the catalog chooses the table's location. Format v3 is
+        refused: pyiceberg catalogs (0.12) cannot write v3 metadata.
         """
+        if format_version != 2:
+            raise UnsupportedTableFormatError(
+                f"Tables of a pyiceberg catalog are created with format version 2, not {format_version!r}",
+                help="Create format-v3 tables in a rowops lake (rowops.Lakehouse(path).create_table(..., "
+                "format_version=3)); pyiceberg 0.12 catalogs cannot write v3 metadata. Nothing was changed.",
+            )
         ident = TableIdentifier.parse(name)
         struct = (
             data

@@ -285,8 +285,9 @@ class Lakehouse:
         identifier: Sequence[str] | None = None,
         properties: dict[str, str] | None = None,
         sort_by: Sequence[str] | None = None,
+        format_version: int = 2,
     ) -> Table:
-        """Create a format-v2 Iceberg table; rows of ``data`` (if a DataFrame) are its first snapshot.
+        """Create an Iceberg table (format v2, or v3); rows of ``data`` (if a DataFrame) are its first snapshot.
 
         Args:
             name: ``namespace.table``.
@@ -298,8 +299,12 @@ class Lakehouse:
                 the default for partitioned tables, ``range`` or ``none``).
             sort_by: the table's sort order, ``column [ASC|DESC] [NULLS FIRST|LAST]`` per entry; every
                 data file rowops writes is sorted by it.
+            format_version: 2 (default) or 3: a v3 table tracks row lineage and gets its position
+                deletes as deletion vectors (Puffin files, at most one per data file).
         """
-        ident = self.create_in(None, name, data, partition_by, identifier, properties, sort_by)
+        ident = self.create_in(
+            None, name, data, partition_by, identifier, properties, sort_by, format_version
+        )
         return Table(self, ident)
 
     def create_in(
@@ -311,6 +316,7 @@ class Lakehouse:
         identifier: Sequence[str] | None = None,
         properties: dict[str, str] | None = None,
         sort_by: Sequence[str] | None = None,
+        format_version: int = 2,
     ) -> TableIdentifier:
         """Create a table now (``tx`` None) or inside a transaction."""
         ident = TableIdentifier.parse(name)
@@ -331,6 +337,7 @@ class Lakehouse:
             self.catalog.location(ident),
             properties,
             parse_sort_by(name_list(sort_by, "sort_by")),
+            format_version,
         )
         if isinstance(data, DataFrame):
             self._create_with_rows(ident, data, metadata, tx)

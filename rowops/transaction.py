@@ -154,9 +154,12 @@ class Transaction:
         identifier: Sequence[str] | None = None,
         properties: dict[str, str] | None = None,
         sort_by: Sequence[str] | None = None,
+        format_version: int = 2,
     ) -> Table:
         """:meth:`Lakehouse.create_table` inside this transaction (visible to others at commit)."""
-        ident = self.lake.create_in(self._tx, name, data, partition_by, identifier, properties, sort_by)
+        ident = self.lake.create_in(
+            self._tx, name, data, partition_by, identifier, properties, sort_by, format_version
+        )
         return Table(self.lake, ident, self._tx)
 
     def drop_table(self, name: str) -> None:

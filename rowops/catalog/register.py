@@ -31,7 +31,7 @@ def register_table(catalog: TableCatalog, ident: TableIdentifier, metadata_locat
     location = absolute_location(metadata_location)
     _check_free(catalog, ident)
     metadata = read_table_metadata(catalog, location)
-    require_v2(metadata, ident, location)
+    require_v2(metadata, ident, location, allowed=(2, 3))
     txn = {"id": str(uuid.uuid4()), "commits": [{"table": str(ident), "operation": "register"}]}
     entry = TableEntry(location, str(metadata.table_uuid))
     while True:
@@ -74,12 +74,16 @@ def read_table_metadata(catalog: TableCatalog, location: str) -> TableMetadata:
         ) from exc
 
 
-def require_v2(metadata: TableMetadata, ident: TableIdentifier, location: str) -> None:
-    """rowops writes format-v2 manifests and delete files: other format versions are refused."""
-    if metadata.format_version != 2:
+def require_v2(
+    metadata: TableMetadata, ident: TableIdentifier, location: str, allowed: tuple[int, ...] = (2,)
+) -> None:
+    """rowops writes format-v2 manifests and delete files (and v3 ones in its own lake: pyiceberg
+    catalogs cannot commit v3 metadata): other format versions are refused."""
+    if metadata.format_version not in allowed:
+        versions = " and ".join(f"v{v}" for v in allowed)
         raise UnsupportedTableFormatError(
             f"Table {ident} ({location}) is an Iceberg format v{metadata.format_version} table; "
-            "rowops reads and writes format v2 tables only"
+            f"rowops reads and writes format {versions} tables only here"
         )
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pyiceberg.io import FileIO
-from pyiceberg.serializers import FromInputFile, ToOutputFile
+from pyiceberg.serializers import FromInputFile
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import (
     RemoveSnapshotRefUpdate,
@@ -49,6 +49,7 @@ from rowops.meta.evolution import SchemaChange
 from rowops.meta.fileio import make_io
 from rowops.meta.files import TableFiles
 from rowops.meta.paths import join, to_uri
+from rowops.meta.v3 import metadata_json
 from rowops.spec.identifiers import TableIdentifier
 
 MAX_COMMIT_ATTEMPTS = 100
@@ -162,7 +163,8 @@ class TableCatalog:
 
     def write_metadata(self, metadata: TableMetadata, path: str | None = None) -> str:
         path = path or self.metadata_path(metadata)
-        ToOutputFile.table_metadata(metadata, self.io.new_output(path))
+        with self.io.new_output(path).create(overwrite=False) as out:
+            out.write(metadata_json(metadata).encode())
         return path
 
     def create(

@@ -4,6 +4,11 @@ pyiceberg (0.12) has no public API to write delete files or delete manifests: it
 always declares ``content=data``. This module is the one place that subclasses it to write
 ``content=deletes`` manifests (the Avro schema of a manifest entry is the same for both contents in
 format v2). Everything else in rowops goes through the functions here.
+
+Format v3 (pyiceberg 0.12 writes v1/v2 manifests and manifest lists only): ``ManifestWriterV3`` writes
+v3 entries (the data file's ``first_row_id``, and a deletion vector's ``referenced_data_file``,
+``content_offset``, ``content_size_in_bytes``), ``ManifestListWriterV3`` assigns manifests'
+``first_row_id`` (row lineage) as Iceberg Java's ``ManifestListWriter.V3Writer`` does.
 """
 
 from __future__ import annotations
@@ -13,13 +18,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pyiceberg.io import FileIO
+from pyiceberg.avro.file import AvroOutputFile
+from pyiceberg.io import FileIO, OutputFile
 from pyiceberg.manifest import (
+    MANIFEST_LIST_FILE_SCHEMAS,
     DataFile,
     ManifestContent,
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
+    ManifestListWriterV2,
     ManifestWriter,
     ManifestWriterV2,
     data_file_with_partition,
@@ -30,6 +38,8 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.typedef import TableVersion
 from pyiceberg.types import IntegerType, ListType, NestedField, StructType
+
+from rowops.meta.v3 import V3, as_v3_data_file, as_v3_manifest, entry_id, manifest_first_row_id
 
 _CODEC: Literal["deflate"] = "deflate"
 
@@ -57,10 +67,57 @@ class DeleteManifestWriterV2(ManifestWriterV2):
         return manifest_entry_schema_with_data_file(format_version, StructType(*fields))
 
 
+class ManifestWriterV3(ManifestWriterV2):
+    """A format-v3 data manifest writer: v3 entries (``first_row_id``, ``referenced_data_file``,
+    ``content_offset``, ``content_size_in_bytes``) from records read or built with the v3 layout
+    (``meta/v3.py``); pyiceberg 0.12 writes v1/v2 manifests only."""
+
+    @property
+    def version(self) -> TableVersion:
+        return V3
+
+    @property
+    def _meta(self) -> dict[str, str]:
+        return {**super()._meta, "format-version": "3"}
+
+    def _with_partition(self, format_version: TableVersion) -> Schema:
+        data_file = data_file_with_partition(self._spec.partition_type(self._schema), V3)
+        fields = [EQUALITY_IDS if f.field_id == EQUALITY_IDS.field_id else f for f in data_file.fields]
+        return manifest_entry_schema_with_data_file(V3, StructType(*fields))
+
+    def to_manifest_file(self) -> ManifestFile:
+        return as_v3_manifest(super().to_manifest_file(), None)
+
+    def prepare_entry(self, entry: ManifestEntry) -> ManifestEntry:
+        as_v3_data_file(entry.data_file)
+        return super().prepare_entry(entry)
+
+
+class DeleteManifestWriterV3(ManifestWriterV3):
+    """A format-v3 manifest of delete files (deletion vectors, equality deletes)."""
+
+    def content(self) -> ManifestContent:
+        return ManifestContent.DELETES
+
+    @property
+    def _meta(self) -> dict[str, str]:
+        return {**super()._meta, "content": "deletes"}
+
+
 def _writer(
-    content: ManifestContent, spec: PartitionSpec, schema: Schema, io: FileIO, path: str, snapshot_id: int
+    content: ManifestContent,
+    spec: PartitionSpec,
+    schema: Schema,
+    io: FileIO,
+    path: str,
+    snapshot_id: int,
+    version: TableVersion = 2,
 ) -> ManifestWriter:
-    cls = DeleteManifestWriterV2 if content == ManifestContent.DELETES else ManifestWriterV2
+    deletes = content == ManifestContent.DELETES
+    if version >= V3:
+        cls: type[ManifestWriterV2] = DeleteManifestWriterV3 if deletes else ManifestWriterV3
+    else:
+        cls = DeleteManifestWriterV2 if deletes else ManifestWriterV2
     return cls(spec, schema, io.new_output(path), snapshot_id, _CODEC)
 
 
@@ -76,9 +133,10 @@ def write_added(
     io: FileIO,
     path: str,
     snapshot_id: int,
+    version: TableVersion = 2,
 ) -> ManifestFile:
     """Write a manifest of newly added files (sequence numbers inherited at commit)."""
-    with _writer(content, spec, schema, io, path, snapshot_id) as writer:
+    with _writer(content, spec, schema, io, path, snapshot_id, version) as writer:
         for f in files:
             writer.add(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, data_file=f))
     return writer.to_manifest_file()
@@ -93,11 +151,16 @@ def rewrite_without(
     io: FileIO,
     path: str,
     snapshot_id: int,
+    version: TableVersion = 2,
 ) -> ManifestFile:
-    """Rewrite a manifest marking the entries whose path is in ``removed_paths`` as DELETED."""
-    with _writer(manifest.content, spec, schema, io, path, snapshot_id) as writer:
+    """Rewrite a manifest marking the entries whose id (``meta/v3.entry_id``: the path, plus the
+    referenced data file for a deletion vector) is in ``removed_paths`` as DELETED.
+
+    On v3, entries carry the ``first_row_id`` they inherited when read (``meta/v3.py``), so their rows
+    keep their row ids in the new manifest."""
+    with _writer(manifest.content, spec, schema, io, path, snapshot_id, version) as writer:
         for entry in entries:
-            if entry.data_file.file_path in removed_paths:
+            if entry_id(entry.data_file) in removed_paths:
                 writer.delete(entry)
             else:
                 writer.existing(entry)
@@ -111,8 +174,22 @@ def write_list(
     parent_id: int | None,
     sequence_number: int,
     manifests: list[ManifestFile],
-) -> None:
-    """Write the manifest list of a new snapshot (assigns sequence numbers of new manifests)."""
+    first_row_id: int | None = None,
+) -> int:
+    """Write the manifest list of a new snapshot (assigns sequence numbers of new manifests).
+
+    Args:
+        first_row_id: on v3 tables, the snapshot's ``first-row-id`` (the table's ``next-row-id``).
+
+    Returns:
+        The rows the snapshot added to row lineage (v3 ``added-rows``; 0 on v2).
+    """
+    if first_row_id is not None:
+        meta = {"first-row-id": str(first_row_id)}
+        with ManifestListWriterV3(io.new_output(path), snapshot_id, parent_id, sequence_number, meta) as v3:
+            v3.next_row_id = first_row_id
+            v3.add_manifests(manifests)
+        return v3.next_row_id - first_row_id
     with write_manifest_list(
         format_version=2,
         output_file=io.new_output(path),
@@ -122,6 +199,47 @@ def write_list(
         avro_compression=_CODEC,
     ) as writer:
         writer.add_manifests(manifests)
+    return 0
+
+
+class ManifestListWriterV3(ManifestListWriterV2):
+    """A format-v3 manifest list (pyiceberg 0.12 writes v1/v2 only): as v2, plus the ``first_row_id``
+    of data manifests. As Iceberg's ``ManifestListWriter.V3Writer``: a manifest that has one keeps it;
+    a new data manifest gets the next row id, which then advances by its existing and added rows;
+    delete manifests have none."""
+
+    def __init__(
+        self,
+        output_file: OutputFile,
+        snapshot_id: int,
+        parent_snapshot_id: int | None,
+        sequence_number: int,
+        extra_meta: dict[str, str],
+    ) -> None:
+        super().__init__(output_file, snapshot_id, parent_snapshot_id, sequence_number, _CODEC)
+        self._format_version = V3
+        self._meta = {**self._meta, "format-version": "3", **extra_meta}
+        self.next_row_id = 0
+
+    def __enter__(self) -> ManifestListWriterV3:
+        self._writer = AvroOutputFile[ManifestFile](
+            output_file=self._output_file,
+            record_schema=MANIFEST_LIST_FILE_SCHEMAS[V3],
+            file_schema=MANIFEST_LIST_FILE_SCHEMAS[V3],
+            schema_name="manifest_file",
+            metadata=self._meta,
+        )
+        self._writer.__enter__()
+        return self
+
+    def prepare_manifest(self, manifest_file: ManifestFile) -> ManifestFile:
+        prepared = super().prepare_manifest(manifest_file)
+        row_id = manifest_first_row_id(manifest_file)
+        if manifest_file.content == ManifestContent.DATA and row_id is None:
+            row_id = self.next_row_id
+            self.next_row_id += int(manifest_file.existing_rows_count or 0)
+            self.next_row_id += int(manifest_file.added_rows_count or 0)
+        return as_v3_manifest(prepared, row_id)
 
 
 # Iceberg's table properties of manifest merging on commit (MergingSnapshotProducer), same defaults.
@@ -209,6 +327,7 @@ class MergeTarget:
     io: FileIO
     metadata_dir: str
     snapshot_id: int
+    version: TableVersion = 2
 
 
 def merge_manifests(
@@ -248,7 +367,9 @@ def _merged(
 ) -> ManifestFile:
     first = bin_[0]
     spec = target.specs[first.partition_spec_id]
-    with _writer(first.content, spec, target.schema, target.io, path, target.snapshot_id) as writer:
+    with _writer(
+        first.content, spec, target.schema, target.io, path, target.snapshot_id, target.version
+    ) as writer:
         for manifest in bin_:
             for entry in entries_of(manifest):
                 if entry.status == ManifestEntryStatus.DELETED:

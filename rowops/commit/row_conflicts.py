@@ -37,8 +37,10 @@ from pyroaring import BitMap64
 
 from rowops.commit.read_set import ColumnBounds, ReadSet
 from rowops.errors import ConflictKind
-from rowops.meta.files import FILE_PATH_ID, LiveFile, TableFiles
+from rowops.meta.files import DV_SEPARATOR, FILE_PATH_ID, LiveFile, TableFiles
 from rowops.meta.paths import normalize_path, to_uri
+from rowops.meta.puffin import read_deletion_vector
+from rowops.meta.v3 import content_range, is_deletion_vector, referenced_data_file
 from rowops.plan.pruning import Bounds
 
 if TYPE_CHECKING:
@@ -64,6 +66,9 @@ def referenced_bounds(data_file: DataFile) -> tuple[str, str] | None:
 
     None when unknown (missing metrics, or bounds in different path forms that would not bound).
     """
+    if is_deletion_vector(data_file):  # v3: a deletion vector names its one data file
+        ref = referenced_data_file(data_file)
+        return (normalize_path(ref), normalize_path(ref)) if ref is not None else None
     lower = (data_file.lower_bounds or {}).get(FILE_PATH_ID)
     upper = (data_file.upper_bounds or {}).get(FILE_PATH_ID)
     if lower is None or upper is None:
@@ -72,6 +77,14 @@ def referenced_bounds(data_file: DataFile) -> tuple[str, str] | None:
     if len(low) - len(normalize_path(low)) != len(high) - len(normalize_path(high)):
         return None
     return normalize_path(low), normalize_path(high)
+
+
+def _delete_path(d: DataFile) -> str:
+    """``LiveFile.path`` of a delete file written by a delta (deletion vectors carry their data file)."""
+    path = normalize_path(d.file_path)
+    if is_deletion_vector(d):
+        return f"{path}{DV_SEPARATOR}{normalize_path(referenced_data_file(d) or '')}"
+    return path
 
 
 class _ByReferencedPath:
@@ -133,10 +146,24 @@ class _Rows:
     _positions: dict[tuple[str, str], BitMap64] = field(default_factory=dict)
     _base_index: _ByReferencedPath | None = None
     _own_index: _ByReferencedPath | None = None
+    _vectors: dict[str, DataFile] = field(default_factory=dict)  # deletion vectors by (local) path
+
+    def __post_init__(self) -> None:
+        added = ((_delete_path(d), d) for d in self.delta.added_deletes)
+        for path, d in [*added, *((f.path, f.data_file) for f in self.base.position_deletes)]:
+            if is_deletion_vector(d):
+                self._vectors[path] = d
+
+    def note_vectors(self, deletes: Iterable[LiveFile]) -> None:
+        self._vectors.update((d.path, d.data_file) for d in deletes if is_deletion_vector(d.data_file))
 
     def positions(self, delete_path: str, data: LiveFile) -> BitMap64:
         """Positions of ``data`` deleted by the position delete file at (local) ``delete_path``."""
         key = (delete_path, data.path)
+        vector = self._vectors.get(delete_path)
+        if key not in self._positions and vector is not None:
+            where = content_range(vector) or (0, 0)
+            self._positions[key] = read_deletion_vector(normalize_path(vector.file_path), *where)
         if key not in self._positions:
             forms = sorted({data.data_file.file_path, data.path, to_uri(data.path), "file://" + data.path})
             table = pq.read_table(delete_path, columns=["pos"], filters=[("file_path", "in", forms)])
@@ -153,7 +180,7 @@ class _Rows:
         """Positions of ``data`` this delta deletes that were not deleted at its base (None: unknown)."""
         if self._own_index is None:
             pos = DataFileContent.POSITION_DELETES
-            written = [(normalize_path(d.file_path), d) for d in self.delta.added_deletes if d.content == pos]
+            written = [(_delete_path(d), d) for d in self.delta.added_deletes if d.content == pos]
             self._own_index = _ByReferencedPath(written)
             self._base_index = _ByReferencedPath((d.path, d.data_file) for d in self.base.position_deletes)
         assert self._base_index is not None
@@ -167,6 +194,7 @@ class _Rows:
         own = self.own_new_positions(data)
         if own is None:
             return None
+        self.note_vectors(concurrent)
         return own & self.union((d.path for d in concurrent), data)
 
     def equality_delete_disjoint(self, delete: LiveFile) -> bool:
@@ -281,10 +309,15 @@ def delete_conflict(
     touched = _Touched([f for f in current.data if f.path in delta.touched_data])
     rows = _Rows(delta, base, schema)
     by_data: dict[str, list[LiveFile]] = {}
+    own_vectors = {
+        normalize_path(referenced_data_file(d) or "") for d in delta.added_deletes if is_deletion_vector(d)
+    }
     for delete in new:
         hits = touched.hit_by(delete)
         if not hits:
             continue
+        if is_deletion_vector(delete.data_file) and any(f.path in own_vectors for f in hits):
+            return _vector_conflict(delete, current.snapshot_id)
         file_level = not row_level or any(f.path in delta.removed_data for f in hits)
         if file_level or (
             delete.content == DataFileContent.EQUALITY_DELETES and not rows.equality_delete_disjoint(delete)
@@ -299,6 +332,14 @@ def delete_conflict(
         if common is None or common:
             return _position_conflict(data, common, current.snapshot_id)
     return None
+
+
+def _vector_conflict(delete: LiveFile, snapshot: int | None) -> Conflict:
+    """v3: a data file has at most one deletion vector; this delta's would be a second one (as Iceberg
+    Java's ``validateAddedDVs``), whatever the positions."""
+    target = delete.referenced_file or delete.path
+    reason = "a deletion vector was concurrently added for a data file this operation adds one for"
+    return Conflict(ConflictKind.CONCURRENT_DELETE_READ, reason, snapshot, (target,))
 
 
 def _file_conflict(

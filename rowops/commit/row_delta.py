@@ -40,6 +40,7 @@ from rowops.commit.row_conflicts import Conflict, delete_conflict
 from rowops.errors import ConflictKind
 from rowops.meta.files import TableFiles
 from rowops.meta.manifests import read_all, read_entries
+from rowops.meta.v3 import V3, entry_id, next_row_id
 from rowops.spec.properties import row_level_conflicts
 
 __all__ = ["Conflict", "RowDelta", "apply", "find_conflict", "main_branch_update"]
@@ -135,7 +136,8 @@ def apply(
         parent, seq = refs.head(base, delta.branch), base.next_sequence_number()
         list_path = f"{base.location}/metadata/snap-{snapshot_id}-{seq}-{_suffix()}.avro"
         written.append(list_path)
-        mf.write_list(io, list_path, snapshot_id, parent, seq, manifests)
+        first_row_id = (next_row_id(base) or 0) if base.format_version >= V3 else None
+        added_rows = mf.write_list(io, list_path, snapshot_id, parent, seq, manifests, first_row_id)
     except BaseException:
         for path in written:
             _remove(io, path)
@@ -148,6 +150,8 @@ def apply(
         manifest_list=list_path,
         summary=_summary(delta, base_files),
         schema_id=base.current_schema_id,
+        first_row_id=first_row_id,
+        added_rows=added_rows if first_row_id is not None else None,
     )
     updates = (AddSnapshotUpdate(snapshot=snapshot), refs.move(base, delta.branch, snapshot_id))
     return update_table_metadata(base, updates, metadata_location=base_location), written
@@ -164,7 +168,7 @@ def _manifests(
     """The manifests of the new snapshot: new ones, the base's (rewritten without removed files),
     merged per the table's policy. Every file written is appended to ``written`` as soon as it exists."""
     metadata_dir = f"{base.location}/metadata"
-    spec, schema = base.spec(), base.schema()
+    spec, schema, version = base.spec(), base.schema(), base.format_version
     pending: dict[str, list[ManifestEntry]] = {}  # entries of manifests written by this commit
     new: dict[ManifestContent, list[ManifestFile]] = {ManifestContent.DATA: [], ManifestContent.DELETES: []}
     for content, files in (
@@ -174,28 +178,28 @@ def _manifests(
         if files:
             path = mf.manifest_path(metadata_dir, snapshot_id, len(written))
             written.append(path)
-            new[content].append(mf.write_added(files, content, spec, schema, io, path, snapshot_id))
+            new[content].append(mf.write_added(files, content, spec, schema, io, path, snapshot_id, version))
             pending[path] = [
                 ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, data_file=f) for f in files
             ]
-    removed = {f.data_file.file_path for f in base_files.data if f.path in delta.removed_data}
-    removed |= {f.data_file.file_path for f in base_files.deletes if f.path in delta.removed_deletes}
+    removed = {entry_id(f.data_file) for f in base_files.data if f.path in delta.removed_data}
+    removed |= {entry_id(f.data_file) for f in base_files.deletes if f.path in delta.removed_deletes}
     kept: dict[ManifestContent, list[ManifestFile]] = {ManifestContent.DATA: [], ManifestContent.DELETES: []}
     for manifest, entries in zip(base_files.manifests, read_all(base_files.manifests, io), strict=True):
         if not entries:
             continue
-        if not any(e.data_file.file_path in removed for e in entries):
+        if not any(entry_id(e.data_file) in removed for e in entries):
             kept[manifest.content].append(manifest)
             continue
         path = mf.manifest_path(metadata_dir, snapshot_id, len(written))
         written.append(path)
         manifest_spec = base.specs()[manifest.partition_spec_id]
         rewritten = mf.rewrite_without(
-            manifest, entries, removed, manifest_spec, schema, io, path, snapshot_id
+            manifest, entries, removed, manifest_spec, schema, io, path, snapshot_id, version
         )
         kept[manifest.content].append(rewritten)
         pending[path] = [_rewritten(e, removed, snapshot_id) for e in entries]
-    target = mf.MergeTarget(base.specs(), schema, io, metadata_dir, snapshot_id)
+    target = mf.MergeTarget(base.specs(), schema, io, metadata_dir, snapshot_id, version)
     policy = mf.MergePolicy.of(base.properties)
     if delta.rewrite_manifests:  # maintenance: every bin of two or more manifests is merged
         policy = mf.MergePolicy(enabled=True, min_count=2, target_bytes=policy.target_bytes)
@@ -224,7 +228,7 @@ def _manifests(
 
 def _rewritten(entry: ManifestEntry, removed: set[str], snapshot_id: int) -> ManifestEntry:
     """An entry as ``rewrite_without`` wrote it (DELETED by this snapshot, or EXISTING as it was)."""
-    if entry.data_file.file_path in removed:
+    if entry_id(entry.data_file) in removed:
         return ManifestEntry.from_args(
             status=ManifestEntryStatus.DELETED,
             snapshot_id=snapshot_id,

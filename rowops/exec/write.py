@@ -27,6 +27,7 @@ from pyspark.sql import types as T
 
 from rowops import faults
 from rowops.errors import WriteVerificationError, is_cleanable
+from rowops.exec.deletion_vectors import write_deletion_vectors, writes_deletion_vectors
 from rowops.exec.listing import DRIVER_LISTING
 from rowops.exec.scan import FILE_COL, POS_COL, file_uris
 from rowops.exec.session import session_conf
@@ -346,9 +347,16 @@ def write_position_deletes(
     ``file_path`` is written exactly as the data file's path is recorded in its manifest, and each
     delete file takes the partition of the one data file it references.
 
+    On a format-v3 table they are deletion vectors instead (``exec/deletion_vectors.py``): one per
+    data file, in Puffin files written by the executors.
+
     Returns:
         Each written delete file with the data file it references.
     """
+    if writes_deletion_vectors(metadata.format_version):
+        return write_deletion_vectors(
+            spark, deletes, data_files, directory.key, directory.io, FILE_COL, POS_COL
+        )
     uris = file_uris(spark, data_files)
     mapping = spark.createDataFrame(
         [(uris[f.path], f.data_file.file_path, i) for i, f in enumerate(data_files)],

@@ -28,6 +28,7 @@ from rowops.meta.evolution import promoted_ids, stored_types
 from rowops.meta.fileio import read_footer
 from rowops.meta.manifests import PartitionFilter, read_live
 from rowops.meta.paths import normalize_path, to_uri
+from rowops.meta.v3 import is_deletion_vector, read_manifest_list, referenced_data_file
 
 FILE_PATH_ID, POS_ID = 2147483546, 2147483545
 POSITION_DELETE_SCHEMA = Schema(
@@ -38,9 +39,17 @@ POSITION_DELETE_SCHEMA = Schema(
 _FULL_METRICS = {"write.metadata.metrics.default": "full"}
 
 
+DV_SEPARATOR = "#dv:"
+
+
 @dataclass(frozen=True)
 class LiveFile:
-    """A live data or delete file of a snapshot, with its inherited sequence number."""
+    """A live data or delete file of a snapshot, with its inherited sequence number.
+
+    ``path`` names the file in rowops (removals, conflicts, the delete index): its local path, and for
+    a deletion vector its Puffin file's path + ``#dv:`` + the data file it references (the same Puffin
+    file may hold vectors of other data files); ``file_key`` is where its bytes are.
+    """
 
     entry: ManifestEntry = field(repr=False, compare=False)
     path: str
@@ -55,6 +64,11 @@ class LiveFile:
     @property
     def data_file(self) -> DataFile:
         return self.entry.data_file
+
+    @property
+    def file_key(self) -> str:
+        """The local path / key of the file holding this file's bytes (a vector's Puffin file)."""
+        return self.path.split(DV_SEPARATOR, 1)[0]
 
     @property
     def record_count(self) -> int:
@@ -74,6 +88,9 @@ class LiveFile:
 
         None when the metrics are missing (then it may reference any data file).
         """
+        if is_deletion_vector(self.data_file):  # v3: a DV names its one data file
+            ref = referenced_data_file(self.data_file)
+            return (normalize_path(ref), normalize_path(ref)) if ref is not None else None
         lower = (self.data_file.lower_bounds or {}).get(FILE_PATH_ID)
         upper = (self.data_file.upper_bounds or {}).get(FILE_PATH_ID)
         if lower is None or upper is None:
@@ -156,9 +173,12 @@ def _prefix(path: str) -> str:
 def _live(entry: ManifestEntry, metadata: TableMetadata) -> LiveFile:
     df = entry.data_file
     spec = metadata.specs().get(int(df.spec_id))
+    path = normalize_path(df.file_path)
+    if is_deletion_vector(df):  # one Puffin file may hold the vectors of several data files
+        path = f"{path}{DV_SEPARATOR}{normalize_path(referenced_data_file(df) or '')}"
     return LiveFile(
         entry=entry,
-        path=normalize_path(df.file_path),
+        path=path,
         content=df.content,
         seq=int(entry.sequence_number or 0),
         spec_id=int(df.spec_id),
@@ -198,7 +218,7 @@ def live_files(
         return TableFiles(None, 0, (), (), (), ())
     keep = PartitionFilter(metadata, partition_filter) if partition_filter is not None else None
     try:
-        manifests = tuple(snapshot.manifests(io))
+        manifests = read_manifest_list(io, snapshot.manifest_list)
         wanted = [m for m in manifests if keep is None or keep.manifest(m)]
         per_manifest = read_live(wanted, io, lambda e: _live(e, metadata))
     except FileNotFoundError:
@@ -231,6 +251,7 @@ class WrittenFile:
 
     path: str
     partition: tuple[object, ...]
+    entry: DataFile | None = None  # its manifest entry when the writer built it (deletion vectors)
 
 
 def _data_file(
@@ -291,18 +312,19 @@ def data_files_from_parquet(
         if content == DataFileContent.DATA and metadata.sort_order().fields
         else None
     )
+    built = [w.entry for w in written if w.entry is not None]
     with ThreadPoolExecutor(max_workers=8) as pool:
         files = list(
             pool.map(
                 lambda w: _data_file(
                     io, w.path, schema, props, spec, w.partition, content, equality_ids, sorted_by
                 ),
-                written,
+                [w for w in written if w.entry is None],
             )
         )
     for empty in (f for f in files if f.record_count == 0):
         io.delete(empty.file_path)
-    return [f for f in files if f.record_count > 0]
+    return built + [f for f in files if f.record_count > 0]
 
 
 def _names(schema: Schema, ids: Sequence[int] | None) -> list[str]:

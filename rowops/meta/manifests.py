@@ -31,6 +31,8 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.typedef import Record
 
+from rowops.meta.v3 import read_manifest
+
 READ_THREADS = 8
 T = TypeVar("T")
 _DEFAULT_CAPACITY = 200_000
@@ -127,7 +129,7 @@ def read_entries(manifest: ManifestFile, io: FileIO, live_only: bool = True) -> 
     key = manifest_key(manifest)
     cached = CACHE.get(key)
     if cached is None:
-        entries = tuple(manifest.fetch_manifest_entry(io, discard_deleted=False))
+        entries = tuple(read_manifest(manifest, io))
         CACHE.put(key, entries)
     else:
         entries = cached

@@ -1,4 +1,5 @@
-"""New table metadata: validated schema, partition spec, sort order and default properties (format v2)."""
+"""New table metadata: validated schema, partition spec, sort order and default properties (format v2,
+or v3 on request: row lineage starts at ``next-row-id`` 0, position deletes become deletion vectors)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from rowops.spec.partitioning import PartitionFieldSpec
 from rowops.spec.sorting import SortFieldSpec
 
 FIRST_PARTITION_FIELD_ID = 1000
+FORMAT_VERSIONS = (2, 3)
 DEFAULT_PROPERTIES = {
     "write.parquet.compression-codec": "zstd",
     "write.delete.mode": "merge-on-read",
@@ -163,10 +165,19 @@ def new_metadata(
     location: str,
     properties: dict[str, str] | None = None,
     sort_fields: Sequence[SortFieldSpec] = (),
+    format_version: int = 2,
 ) -> TableMetadata:
-    """Fresh format-v2 table metadata (no snapshot yet)."""
+    """Fresh table metadata of format version 2 (default) or 3 (no snapshot yet)."""
+    if format_version not in FORMAT_VERSIONS or isinstance(format_version, bool):
+        raise InvalidInputError(
+            f"format_version must be one of {list(FORMAT_VERSIONS)}, not {format_version!r}",
+            help="Create the table with format_version=2 (the default) or format_version=3 (deletion vectors).",
+        )
     schema = with_identifier(schema, identifier)
     spec = build_partition_spec(schema, partition_fields)
     order = build_sort_order(schema, sort_fields)
-    props = {**DEFAULT_PROPERTIES, **(properties or {}), "format-version": "2"}
-    return new_table_metadata(schema, spec, order, location, props)
+    props = {**DEFAULT_PROPERTIES, **(properties or {}), "format-version": str(format_version)}
+    metadata = new_table_metadata(schema, spec, order, location, props)
+    if format_version >= 3:  # v3 requires next-row-id; pyiceberg leaves it unset
+        metadata = metadata.model_copy(update={"next_row_id": 0})
+    return metadata

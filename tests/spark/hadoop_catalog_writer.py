@@ -5,6 +5,10 @@ Iceberg Spark runtime (its own JVM: the test process's session has no Iceberg ja
 ``h.db.NAME`` in the Hadoop catalog at ``WAREHOUSE`` (``file:/...``; metadata files ``vN.metadata.json``
 + ``version-hint.text``), writes rows ``k`` in ``range(ROWS)`` in two commits and prints each table's
 current metadata file, one line per table, as the last lines of stdout.
+
+``--v3-deletes`` first: the tables are format v3 (merge-on-read) and, after the inserts, Iceberg Java
+deletes the rows with ``k % 5 = 0``, then those with ``k % 7 = 0``: its own deletion vectors, the
+second merged with the first.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from pyspark.sql import SparkSession
 from tests.oracles.java_reader import default_jars
 
 
-def main(warehouse: str, rows: int, names: list[str]) -> None:
+def main(warehouse: str, rows: int, names: list[str], v3_deletes: bool = False) -> None:
     spark = (
         SparkSession.builder.master("local[1]")
         .appName("rowops-hadoop-catalog-writer")
@@ -35,9 +39,13 @@ def main(warehouse: str, rows: int, names: list[str]) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     for name in names:
         table = f"h.db.{name}"
+        props = "'format-version'='2'"
+        if v3_deletes:
+            modes = ("delete", "update", "merge")
+            props = "'format-version'='3', " + ", ".join(f"'write.{m}.mode'='merge-on-read'" for m in modes)
         spark.sql(
             f"CREATE TABLE {table} (k bigint NOT NULL, v string, n int) USING iceberg "
-            "PARTITIONED BY (bucket(4, k)) TBLPROPERTIES ('format-version'='2')"
+            f"PARTITIONED BY (bucket(4, k)) TBLPROPERTIES ({props})"
         )
         spark.sql(f"ALTER TABLE {table} SET IDENTIFIER FIELDS k")
         half = rows // 2
@@ -45,6 +53,9 @@ def main(warehouse: str, rows: int, names: list[str]) -> None:
             spark.sql(
                 f"INSERT INTO {table} SELECT id, concat('v', id), CAST(id % 7 AS int) FROM range({lo}, {hi})"
             )
+        if v3_deletes:
+            spark.sql(f"DELETE FROM {table} WHERE k % 5 = 0")
+            spark.sql(f"DELETE FROM {table} WHERE k % 7 = 0")
     for name in names:
         log = spark.sql(f"SELECT file FROM h.db.{name}.metadata_log_entries ORDER BY timestamp DESC LIMIT 1")
         print(log.collect()[0][0])
@@ -52,4 +63,7 @@ def main(warehouse: str, rows: int, names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), sys.argv[3:])
+    args = sys.argv[1:]
+    v3 = args[:1] == ["--v3-deletes"]
+    args = args[1:] if v3 else args
+    main(args[0], int(args[1]), args[2:], v3)
