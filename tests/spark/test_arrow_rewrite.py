@@ -21,10 +21,14 @@ def lake(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     return make_lake(request.param, request)
 
 
-def _create(lake, layout: Layout = BUCKET):  # type: ignore[no-untyped-def]
+def _create(lake, layout: Layout = BUCKET, format_version: int = 2):  # type: ignore[no-untyped-def]
     rows = [make_row(k) for k in range(N)]
     table = lake.create_table(
-        "db.t", frame(lake.spark, rows), partition_by=list(layout.partition_by), identifier=list(layout.keys)
+        "db.t",
+        frame(lake.spark, rows),
+        partition_by=list(layout.partition_by),
+        identifier=list(layout.keys),
+        format_version=format_version,
     )
     # read weight 0: small rewritten files are rewritten, not merged into the new rows' files
     table.set_properties(**{"rowops.read-weight": "0"})
@@ -56,8 +60,9 @@ def test_copy_on_write_rewrites_in_arrow_unless_disabled(lake, java, enabled) ->
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
 
 
-def test_arrow_rewrite_drops_earlier_position_deletes(lake, java) -> None:  # type: ignore[no-untyped-def]
-    table, oracle = _create(lake)
+@pytest.mark.parametrize("format_version", [2, 3])  # position delete files; deletion vectors
+def test_arrow_rewrite_drops_earlier_position_deletes(lake, java, format_version) -> None:  # type: ignore[no-untyped-def]
+    table, oracle = _create(lake, format_version=format_version)
     gone = [make_row(k) for k in (1, 2, 3, 4)]
     rowops.merge(frame(lake.spark, gone), table, on=["k"], when_matched="delete", when_not_matched=None,
                  strategy="position-delete")  # fmt: skip
