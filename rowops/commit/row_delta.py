@@ -40,7 +40,7 @@ from rowops.commit.row_conflicts import Conflict, delete_conflict
 from rowops.errors import ConflictKind
 from rowops.meta.files import TableFiles
 from rowops.meta.manifests import read_all, read_entries
-from rowops.meta.v3 import V3, entry_id, next_row_id
+from rowops.meta.v3 import V3, entry_id, is_deletion_vector, next_row_id
 from rowops.spec.properties import row_level_conflicts
 
 __all__ = ["Conflict", "RowDelta", "apply", "find_conflict", "main_branch_update"]
@@ -87,6 +87,13 @@ class RowDelta:
         return self.removed_data | self.referenced_data
 
 
+def _stored_size(f: DataFile) -> int:
+    """Bytes of a file as Iceberg's snapshot summaries count them: a deletion vector's blob, else the
+    file."""
+    blob = getattr(f, "content_size_in_bytes", None) if is_deletion_vector(f) else None
+    return int(blob if blob is not None else f.file_size_in_bytes)
+
+
 def _summary(delta: RowDelta, base: TableFiles) -> Summary:
     removed_data = [f for f in base.data if f.path in delta.removed_data]
     removed_deletes = [f for f in base.deletes if f.path in delta.removed_deletes]
@@ -94,7 +101,13 @@ def _summary(delta: RowDelta, base: TableFiles) -> Summary:
     eq = [f for f in delta.added_deletes if f.content == DataFileContent.EQUALITY_DELETES]
     total_records = sum(f.record_count for f in base.data) - sum(f.record_count for f in removed_data)
     total_records += sum(f.record_count for f in delta.added_data)
+    added_size = sum(_stored_size(f) for f in (*delta.added_data, *delta.added_deletes))
+    removed_size = sum(_stored_size(f.data_file) for f in (*removed_data, *removed_deletes))
+    base_size = sum(_stored_size(f.data_file) for f in (*base.data, *base.deletes))
     props = {
+        "added-files-size": added_size,
+        "removed-files-size": removed_size,
+        "total-files-size": base_size - removed_size + added_size,
         "added-data-files": len(delta.added_data),
         "deleted-data-files": len(removed_data),
         "added-delete-files": len(delta.added_deletes),

@@ -63,6 +63,10 @@ def test_lake_log_records_each_commit(lake) -> None:  # type: ignore[no-untyped-
     assert body["tables"]["db.t"]["metadata-location"] == t.metadata_location
     summary = t.snapshots()[-1]["summary"]
     assert summary["rowops.strategy"] == "position-delete" and summary["added-position-deletes"] == "1"
+    files = t.files()  # Iceberg's size fields: the files this commit added, and every live file
+    added = [f for f in (*files.data, *files.deletes) if f.seq == files.sequence_number]
+    assert int(summary["added-files-size"]) == sum(f.size for f in added) > 0
+    assert int(summary["total-files-size"]) == sum(f.size for f in (*files.data, *files.deletes))
 
 
 def test_reopen_lake_from_disk(lake, spark) -> None:  # type: ignore[no-untyped-def]
