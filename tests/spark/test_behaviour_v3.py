@@ -8,6 +8,7 @@ import pytest
 
 from tests.conftest import make_lake
 from tests.spark import test_behaviour as behaviour
+from tests.spark.conftest import STRATEGIES
 from tests.spark.tables import Layout, Oracle, frame, make_row
 
 
@@ -22,6 +23,15 @@ def create_v3(lake, layout: Layout, rows=None):  # type: ignore[no-untyped-def]
     )
     assert table.metadata.format_version == 3
     return table, Oracle(layout, rows)
+
+
+@pytest.fixture(
+    params=[pytest.param(s, marks=() if s == "position-delete" else pytest.mark.slow) for s in STRATEGIES]
+)
+def strategy(request: pytest.FixtureRequest) -> str:
+    """Deletion vectors are what v3 changes: `make test` runs the position-delete cases, `make test-slow`
+    copy-on-write and equality deletes on v3 too."""
+    return str(request.param)
 
 
 @pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])

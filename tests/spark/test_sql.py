@@ -21,6 +21,7 @@ import rowops
 from rowops import errors
 from rowops.table import MergeBuilder, Table
 from tests.readers import assert_readers_agree, rowops_rows
+from tests.spark.conftest import STRATEGIES
 from tests.spark.tables import COLUMNS, fingerprint, frame, make_row
 from tests.spark.test_catalogs import pyiceberg_table
 from tests.spark.test_catalogs import row as catalog_row
@@ -154,6 +155,12 @@ def counts(result: rowops.OperationResult) -> tuple[object, ...]:
     return result.strategy, result.rows_inserted, result.rows_updated, result.rows_deleted
 
 
+# the text-to-spec mapping does not depend on the encoding: `make test` runs every case with position
+# deletes, `make test-slow` with the other two strategies as well
+@pytest.mark.parametrize(
+    "strategy",
+    [pytest.param(s, marks=() if s == "position-delete" else pytest.mark.slow) for s in STRATEGIES],
+)
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_sql_merge_gives_the_builders_table(lake, strategy, source, java, case: Case) -> None:  # type: ignore[no-untyped-def]
     target, twin = create(lake), create(lake, "db.b")
