@@ -51,8 +51,15 @@ EQUALITY_IDS = NestedField(
 )
 
 
-class DeleteManifestWriterV2(ManifestWriterV2):
-    """A format-v2 manifest writer whose manifest holds delete files (``content = deletes``)."""
+def _entry_schema(spec: PartitionSpec, schema: Schema, format_version: TableVersion) -> Schema:
+    """The manifest entry schema of ``format_version`` with the spec's type of ``equality_ids``."""
+    data_file = data_file_with_partition(spec.partition_type(schema), format_version)
+    fields = [EQUALITY_IDS if f.field_id == EQUALITY_IDS.field_id else f for f in data_file.fields]
+    return manifest_entry_schema_with_data_file(format_version, StructType(*fields))
+
+
+class _DeleteContent(ManifestWriter):
+    """Mixed in before a format's writer: its manifest holds delete files (``content = deletes``)."""
 
     def content(self) -> ManifestContent:
         return ManifestContent.DELETES
@@ -61,10 +68,12 @@ class DeleteManifestWriterV2(ManifestWriterV2):
     def _meta(self) -> dict[str, str]:
         return {**super()._meta, "content": "deletes"}
 
+
+class DeleteManifestWriterV2(_DeleteContent, ManifestWriterV2):
+    """A format-v2 manifest writer whose manifest holds delete files (``content = deletes``)."""
+
     def _with_partition(self, format_version: TableVersion) -> Schema:
-        data_file = data_file_with_partition(self._spec.partition_type(self._schema), format_version)
-        fields = [EQUALITY_IDS if f.field_id == EQUALITY_IDS.field_id else f for f in data_file.fields]
-        return manifest_entry_schema_with_data_file(format_version, StructType(*fields))
+        return _entry_schema(self._spec, self._schema, format_version)
 
 
 class ManifestWriterV3(ManifestWriterV2):
@@ -81,9 +90,7 @@ class ManifestWriterV3(ManifestWriterV2):
         return {**super()._meta, "format-version": "3"}
 
     def _with_partition(self, format_version: TableVersion) -> Schema:
-        data_file = data_file_with_partition(self._spec.partition_type(self._schema), V3)
-        fields = [EQUALITY_IDS if f.field_id == EQUALITY_IDS.field_id else f for f in data_file.fields]
-        return manifest_entry_schema_with_data_file(V3, StructType(*fields))
+        return _entry_schema(self._spec, self._schema, V3)
 
     def to_manifest_file(self) -> ManifestFile:
         return as_v3_manifest(super().to_manifest_file(), None)
@@ -93,15 +100,8 @@ class ManifestWriterV3(ManifestWriterV2):
         return super().prepare_entry(entry)
 
 
-class DeleteManifestWriterV3(ManifestWriterV3):
+class DeleteManifestWriterV3(_DeleteContent, ManifestWriterV3):
     """A format-v3 manifest of delete files (deletion vectors, equality deletes)."""
-
-    def content(self) -> ManifestContent:
-        return ManifestContent.DELETES
-
-    @property
-    def _meta(self) -> dict[str, str]:
-        return {**super()._meta, "content": "deletes"}
 
 
 def _writer(
