@@ -284,7 +284,7 @@ def make_config(args: argparse.Namespace, work: Path) -> BenchConfig:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.worker:
-        return run_worker(args.worker, Path(args.config), ROWOPS_WORKERS[args.worker])
+        return run_worker(args.worker, Path(args.config), ROWOPS_WORKERS[args.worker], BenchConfig)
     out = Path(args.out) if Path(args.out).is_absolute() else REPO / args.out
     work = out / "work" / f"sf{args.sf:g}"
     work.mkdir(parents=True, exist_ok=True)

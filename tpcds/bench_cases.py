@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from tpcds.bench import iceberg_jars, machine_info, run_phase
-from tpcds.bench_common import LOG_FILES, REPO, Recorder, log, write_json
+from tpcds.bench_common import LOG_FILES, REPO, Recorder, log, run_worker, write_json
 from tpcds.bench_rowops import worker_baseline
 from tpcds.cases import CASE_NAMES, ITERATIONS, Series, case_series
-from tpcds.cases_common import CasesConfig, case_phases, run_cases_worker
+from tpcds.cases_common import CasesConfig, case_phases
 from tpcds.cases_iceberg import worker_iceberg_case, worker_iceberg_tiny
 from tpcds.cases_markdown import cases_markdown
 from tpcds.cases_report import assemble, targets
@@ -212,7 +212,7 @@ def finish(
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.worker:
-        return run_cases_worker(args.worker, Path(args.config), workers()[args.worker])
+        return run_worker(args.worker, Path(args.config), workers()[args.worker], CasesConfig)
     out = Path(args.out) if Path(args.out).is_absolute() else REPO / args.out
     work = out / "work" / f"cases-sf{args.sf:g}"
     (work / "logs").mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -120,7 +120,7 @@ class BenchConfig:
         path.write_text(json.dumps(asdict(self), indent=1))
 
     @classmethod
-    def load(cls, path: Path) -> BenchConfig:
+    def load(cls, path: Path) -> Self:
         return cls(**json.loads(path.read_text()))
 
 
@@ -304,9 +304,20 @@ def timed_reads(read: Callable[[], tuple[float, list[str]]], count: int) -> tupl
     return times, answer
 
 
-def run_worker(phase: str, config_path: Path, run: Callable[[BenchConfig, Recorder], None]) -> int:
-    """Body of a phase subprocess: run it, record status; 0 on success."""
-    cfg = BenchConfig.load(config_path)
+C = TypeVar("C", bound=BenchConfig)
+
+
+def run_worker(
+    phase: str,
+    config_path: Path,
+    run: Callable[[C, Recorder], None],
+    config_type: type[C],
+) -> int:
+    """Body of a phase subprocess: run it, record status; 0 on success.
+
+    ``config_type``: the phase's config class (``BenchConfig``, the cases benchmark's ``CasesConfig``).
+    """
+    cfg = config_type.load(config_path)
     rec = Recorder(cfg.phase_result(phase), phase)
     try:
         run(cfg, rec)

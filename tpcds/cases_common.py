@@ -5,12 +5,11 @@ the worker entry and the per-iteration record helpers. Imports no Spark.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tpcds.bench_common import BenchConfig, Recorder, log, short_error
+from tpcds.bench_common import BenchConfig, Recorder
 from tpcds.cases import Series
 
 TINY_TABLE = "db.store_sales_tiny"
@@ -59,22 +58,6 @@ def case_phases(cases: list[int], tiny: bool, baseline: bool) -> list[str]:
     if tiny:
         phases += ["rowops-tiny", "iceberg-tiny"]
     return phases
-
-
-def run_cases_worker(phase: str, config_path: Path, run: Callable[[CasesConfig, Recorder], None]) -> int:
-    """Body of a phase subprocess (as ``bench_common.run_worker``, with the cases config)."""
-    cfg = CasesConfig.load(config_path)
-    assert isinstance(cfg, CasesConfig)
-    rec = Recorder(cfg.phase_result(phase), phase)
-    try:
-        run(cfg, rec)
-    except BaseException as exc:
-        rec.data["error"] = short_error(exc)
-        rec.finish("failed")
-        log(phase, f"FAILED: {rec.data['error']}")
-        raise
-    rec.finish("ok")
-    return 0
 
 
 def read_marker(path: Path) -> dict[str, Any] | None:

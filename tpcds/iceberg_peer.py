@@ -356,7 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--config", required=True, help="config.json written by tpcds.bench")
     args = parser.parse_args(argv)
     run = peer_writes if args.phase == "writes" else peer_degradation
-    return run_worker(f"iceberg-{args.phase}", Path(args.config), run)
+    return run_worker(f"iceberg-{args.phase}", Path(args.config), run, BenchConfig)
 
 
 if __name__ == "__main__":
