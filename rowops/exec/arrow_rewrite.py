@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 from rowops.errors import WriteVerificationError
 from rowops.exec.compat import default_parallelism
 from rowops.exec.scan import FILE_COL, POS_COL, file_uris
+from rowops.exec.write import footer_rows
 from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.fileio import filesystem, make_io
 from rowops.meta.files import LiveFile, WrittenFile
@@ -47,6 +48,7 @@ DICTIONARY_PAGE_BYTES = 64 * 1024
 ROW_GROUP_ROWS = 1 << 20  # rows buffered per written row group
 _BATCH_ROWS = 1 << 17
 _OUT_SCHEMA = "idx int, written string, rows long"
+_OUT_ARROW = pa.schema([("idx", pa.int32()), ("written", pa.string()), ("rows", pa.int64())])
 
 
 def arrow_eligible(metadata: TableMetadata, index: DeleteIndex, files: Sequence[LiveFile]) -> list[LiveFile]:
@@ -100,25 +102,23 @@ def rewrite_dropping_positions(
 def _verified(
     targets: Sequence[LiveFile], results: Mapping[int, tuple[str | None, int]], io: FileIO
 ) -> list[WrittenFile]:
-    """The written files, after checking every target was rewritten and its file is readable."""
+    """The written files, after checking every target was rewritten and the driver reads, in the
+    footers of the new files, every row the tasks wrote (as ``write.save`` checks Spark's writes)."""
     missing = [f.path for i, f in enumerate(targets) if i not in results]
     if missing:
         raise WriteVerificationError(f"Spark returned no rewrite of {len(missing)} files, e.g. {missing[:3]}")
-    written = []
-    for i, (path, rows) in sorted(results.items()):
-        if path is None:
-            continue
-        try:
-            footer_rows = pq.read_metadata(io.new_input(path).open()).num_rows
-        except OSError:  # FileNotFoundError: written on an executor's own disk
-            footer_rows = 0
-        if footer_rows != rows:
-            raise WriteVerificationError(
-                f"A rewrite task wrote {rows} rows into {path}, but the driver reads {footer_rows} there: "
-                "executors wrote where the driver cannot read"
-            )
-        written.append(WrittenFile(path, targets[i].partition))
-    return written
+    written = {i: path for i, (path, _) in results.items() if path is not None}
+    rows = sum(n for _, n in results.values())
+    try:
+        on_disk = footer_rows(io, list(written.values()))
+    except OSError:  # FileNotFoundError: written on an executor's own disk
+        on_disk = -1
+    if on_disk != rows:
+        raise WriteVerificationError(
+            f"The rewrite tasks wrote {rows} rows into {len(written)} files, but the driver reads "
+            f"{max(on_disk, 0)} there: executors wrote where the driver cannot read"
+        )
+    return [WrittenFile(path, targets[i].partition) for i, path in sorted(written.items())]
 
 
 def _rewrite_task(
@@ -141,9 +141,7 @@ def _rewrite_task(
                 out["idx"].append(idx)
                 out["written"].append(key if rows else None)
                 out["rows"].append(rows)
-            yield pa.RecordBatch.from_pydict(
-                out, schema=pa.schema([("idx", pa.int32()), ("written", pa.string()), ("rows", pa.int64())])
-            )
+            yield pa.RecordBatch.from_pydict(out, schema=_OUT_ARROW)
 
     return run
 
