@@ -168,7 +168,8 @@ def rewrite_files(ctx: WriteContext, removed: DataFrame, paths: set[str]) -> Wri
     index = delete_index(ctx.files)
     in_arrow = arrow_eligible(ctx.metadata, index, targets)
     written = Written(data=_rewrite_in_arrow(ctx, removed, in_arrow, index)) if in_arrow else Written()
-    by_spark = [f for f in targets if f not in set(in_arrow)]
+    arrow_paths = {f.path for f in in_arrow}
+    by_spark = [f for f in targets if f.path not in arrow_paths]
     if by_spark:
         max_rows = max(int(ctx.target_file_size / max(ctx.bytes_per_row, 1.0)), 1)
         survivors = _survivors(ctx, removed, by_spark)
