@@ -215,6 +215,9 @@ class ConflictKind(Enum):
     SCHEMA_CHANGED = "schema-changed"
     """The table's schema changed after this operation read it (its files or its schema change were
     computed for the old schema)."""
+    SPEC_CHANGED = "spec-changed"
+    """The table's partition spec or sort order changed after this partition or sort order change was
+    computed (``meta/spec_evolution.py``)."""
 
 
 class CommitConflictError(RowOpsError):

@@ -66,8 +66,11 @@ DEFAULT_COLOCATED_MAX_BYTES = 256 * 1024 * 1024
 def table_facts(loaded: LoadedTable, files: TableFiles) -> TableFacts:
     schema = loaded.metadata.schema()
     ident = tuple(schema.find_column_name(i) or "" for i in schema.identifier_field_ids)
-    sources = tuple(schema.find_column_name(f.source_id) or "" for f in loaded.metadata.spec().fields)
-    return TableFacts(identifier=ident, partition_sources=sources, data_files=len(files.data))
+    spec = loaded.metadata.spec()
+    sources = tuple(schema.find_column_name(f.source_id) or "" for f in spec.fields)
+    # partitioned equality deletes apply to files of their own spec only (partition evolution)
+    other = sum(1 for f in files.data if f.spec_id != spec.spec_id) if spec.fields else 0
+    return TableFacts(ident, sources, len(files.data), other_spec_files=other)
 
 
 @dataclass(frozen=True)
@@ -231,7 +234,9 @@ def _join_layout(
     by_partition = None
     if keyed and keyed.rows_by_partition is not None and loaded.metadata.spec().fields:
         by_partition = {p: int(n * size.per_row) for p, n in keyed.rows_by_partition.items()}
-    return plan_join(size.bytes, by_partition, {f.partition for f in candidates}, limit, basis=size.basis)
+    other = sum(1 for f in candidates if f.spec_id != loaded.metadata.default_spec_id)  # partition evolution
+    partitions = {f.partition for f in candidates}
+    return plan_join(size.bytes, by_partition, partitions, limit, basis=size.basis, other_spec_files=other)
 
 
 def row_changes(planned: Planned, spark: SparkSession, columns: list[str]) -> RowChanges:
@@ -450,6 +455,7 @@ def _delta(written: Written, planned: Planned, counts: dict[str, int | None]) ->
         serializable=isolation_level(metadata.properties) == "serializable",
         blind=planned.decision.strategy == EQUALITY_DELETE,
         schema_id=metadata.current_schema_id,
+        spec_id=metadata.default_spec_id,
         extra_summary={
             "rowops.strategy": planned.report.strategy,  # the decision's, or metadata-only
             "rowops.operation": type(spec).__name__.removesuffix("Spec").lower(),
@@ -503,6 +509,7 @@ def append_delta(df: DataFrame, metadata: TableMetadata, stage: Staging) -> RowD
         added_data=added,
         blind=True,
         schema_id=metadata.current_schema_id,
+        spec_id=metadata.default_spec_id,
         extra_summary={
             "rowops.strategy": "append",
             "rowops.operation": "append",

@@ -16,8 +16,10 @@ from sqlglot import exp
 from rowops import operations
 from rowops.errors import InvalidIdentifierError, NoSuchNamespaceError, NoSuchTableError
 from rowops.exec.sql_query import check_spark_table, run_query, timestamp_millis
+from rowops.meta.spec_evolution import spec_text
 from rowops.spec.inputs import checked_call, sql_text
 from rowops.spec.results import OperationResult
+from rowops.sqltext.alter import Alter
 from rowops.sqltext.parse import Dml, parse_statement
 from rowops.sqltext.tables import TableUse, lake_template, snapshot_of, table_name
 from rowops.table import Table
@@ -99,15 +101,33 @@ def sql(lake: SqlScope, text: str, strategy: str = "auto") -> OperationResult | 
             ``UPDATE ns.t SET c = expr, ... [WHERE ...]``, ``DELETE FROM ns.t [WHERE ...]`` (each
             optionally after ``EXPLAIN``), or a query (``SELECT ...``) in which ``ns.t``,
             ``ns.t VERSION AS OF <snapshot id | 'ref'>`` and ``ns.t TIMESTAMP AS OF <ts>`` read the
-            lake's tables.
+            lake's tables; or an ``ALTER TABLE ns.t ADD / DROP / REPLACE PARTITION FIELD ...`` or
+            ``WRITE [LOCALLY] ORDERED BY ... / DISTRIBUTED BY PARTITION / UNORDERED`` (Iceberg's SQL
+            extensions; ``rowops/sqltext/alter.py``).
         strategy: as in ``rowops.merge``: ``auto``, ``copy-on-write``, ``position-delete``,
             ``equality-delete``.
 
     Returns:
-        The ``OperationResult`` of a MERGE/UPDATE/DELETE, the plan text of an ``EXPLAIN``, or the
-        query's DataFrame.
+        The ``OperationResult`` of a MERGE/UPDATE/DELETE, the plan text of an ``EXPLAIN``, the
+        query's DataFrame, or a one-line summary of an ``ALTER TABLE``.
     """
     statement = parse_statement(sql_text(text, "rowops.sql(text)"))
     if isinstance(statement, Dml):
         return _dml(lake, statement, strategy)
+    if isinstance(statement, Alter):
+        return _alter(lake, statement)
     return query(lake, statement.tree, "the query")
+
+
+def _alter(scope: SqlScope, alter: Alter) -> str:
+    """Run an ``ALTER TABLE`` of partition or sort order evolution (one commit); a short summary."""
+    table = scope.table(alter.target)
+    if alter.add or alter.drop:
+        table.update_spec(add=list(alter.add), drop=list(alter.drop))
+        return f"{alter.clause}: {alter.target} is partitioned by {spec_text(table.metadata)}"
+    if alter.sort_by is not None:
+        table.replace_sort_order(list(alter.sort_by), distribution_mode=alter.distribution)
+    elif alter.distribution is not None:
+        table.set_properties(**{"write.distribution-mode": alter.distribution})
+    order = ", ".join(alter.sort_by) if alter.sort_by else "unordered"
+    return f"{alter.clause}: {alter.target} is written {order} (distribution {alter.distribution})"

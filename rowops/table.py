@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
@@ -17,7 +17,7 @@ from rowops.catalog.tables import LoadedTable, TableScope
 from rowops.commit import refs as snapshot_refs
 from rowops.errors import InvalidInputError
 from rowops.exec.validation import require_dataframe
-from rowops.meta import evolution
+from rowops.meta import evolution, spec_evolution
 from rowops.meta.evolution import SchemaChange
 from rowops.meta.files import TableFiles, live_files
 from rowops.reads import read_table
@@ -358,6 +358,49 @@ class Table:
     def _evolve(self, change: Callable[[TableMetadata], SchemaChange]) -> None:
         loaded = self.load()
         self.scope.evolve_schema(loaded, change(loaded.metadata))
+
+    # -- partition and sort order evolution (one commit each; see meta/spec_evolution.py) ---------
+    @checked_call
+    def update_spec(
+        self,
+        add: Sequence[str | tuple[str, str | None]] = (),
+        drop: Sequence[str] = (),
+        rename: Mapping[str, str] | None = None,
+    ) -> None:
+        """Evolve the partition spec in one commit: drop fields (by name, or by transform such as
+        ``"bucket(16, id)"``), rename fields, add ``"bucket(16, id)"`` / ``"day(ts)"`` / ``"col"`` terms
+        (or ``(term, name)`` pairs). Files already written keep their spec; later writes use the new one.
+
+        Raises:
+            InvalidPartitionSpecError: unknown column or field, a transform the column's type does not
+                allow, a duplicate (the table is then unchanged).
+            CommitConflictError: ``spec-changed`` when another writer changed the spec meanwhile.
+        """
+        drops = [drop] if isinstance(drop, str) else list(drop)
+        self._evolve(lambda m: spec_evolution.update_spec(m, add, drops, rename))
+
+    def add_partition_field(self, term: str, name: str | None = None) -> None:
+        """Add a partition field, e.g. ``"bucket(16, id)"``, ``"day(ts)"`` or ``"region"``."""
+        self.update_spec(add=[(term, name) if name else term])
+
+    def drop_partition_field(self, term: str) -> None:
+        """Remove a partition field of the current spec (its name, or its transform)."""
+        self.update_spec(drop=[term])
+
+    def replace_partition_field(self, old: str, new: str, name: str | None = None) -> None:
+        """Drop ``old`` and add ``new`` in one commit (e.g. ``"day(ts)"`` -> ``"hour(ts)"``)."""
+        self.update_spec(add=[(new, name) if name else new], drop=[old])
+
+    def rename_partition_field(self, old: str, new: str) -> None:
+        """Rename a partition field of the current spec."""
+        self.update_spec(rename={old: new})
+
+    @checked_call
+    def replace_sort_order(self, sort_by: Sequence[str], distribution_mode: str | None = None) -> None:
+        """Set the table's sort order (``["ts DESC", "id"]``; ``[]``: unsorted); later writes are sorted
+        by it, files already written keep theirs. ``distribution_mode`` (``none``, ``hash``, ``range``)
+        also sets ``write.distribution-mode`` in the same commit."""
+        self._evolve(lambda m: spec_evolution.replace_sort_order(m, sort_by, distribution_mode))
 
     @checked_call
     def rollback_to(self, snapshot_id: int) -> None:

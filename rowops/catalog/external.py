@@ -47,7 +47,7 @@ from rowops.commit import refs
 from rowops.commit.refs import files_at_head
 from rowops.commit.row_delta import RowDelta, apply, main_branch_update
 from rowops.errors import CommitConflictError, CommitStateUnknownError, ConflictKind, NoSuchTableError
-from rowops.meta.evolution import SchemaChange, schema_changed
+from rowops.meta.evolution import SchemaChange
 from rowops.meta.files import TableFiles
 from rowops.spec.identifiers import TableIdentifier
 
@@ -123,10 +123,11 @@ class CatalogScope:
         def produce(cur: LoadedTable) -> Change:
             reason = change.conflict(cur.metadata)
             if reason is not None:
-                raise schema_changed(reason, str(base.identifier))
+                raise change.conflict_error(reason, cur.metadata, str(base.identifier))
             requirements = (
                 AssertTableUUID(uuid=cur.metadata.table_uuid),
                 AssertCurrentSchemaId(current_schema_id=change.base_schema_id),
+                *change.requirements(),
             )
             return requirements, change.updates, []
 

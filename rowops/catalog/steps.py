@@ -145,7 +145,7 @@ class SchemaStep:
         reason = self.change.conflict(metadata)
         if reason is not None:
             raise StepConflict(
-                Conflict(ConflictKind.SCHEMA_CHANGED, reason, metadata.current_snapshot_id, ())
+                Conflict(self.change.conflict_kind(metadata), reason, metadata.current_snapshot_id, ())
             )
         return self.change.apply(metadata, location), []
 

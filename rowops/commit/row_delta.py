@@ -62,6 +62,9 @@ class RowDelta:
         extra_summary: additional snapshot summary properties.
         schema_id: the table schema the operation was planned on and wrote its files with (None:
             unknown); committing on a table whose current schema is another one is a conflict.
+        spec_id: the default partition spec the operation wrote its data and equality-delete files with
+            (None: unknown); committing on a table whose default spec is another one is a conflict
+            (``spec-changed``).
         rewrite_manifests: merge every pair of manifests that fits the target size, whatever
             ``commit.manifest.min-count-to-merge`` says (``Table.rewrite_manifests``).
         branch: the branch this commit builds on and moves (``main``: the table's current snapshot);
@@ -80,6 +83,7 @@ class RowDelta:
     extra_summary: dict[str, str] = field(default_factory=dict)
     schema_id: int | None = None
     rewrite_manifests: bool = False
+    spec_id: int | None = None
     branch: str = MAIN_BRANCH
 
     @property
@@ -170,6 +174,19 @@ def apply(
     return update_table_metadata(base, updates, metadata_location=base_location), written
 
 
+def _by_spec(files: tuple[DataFile, ...], default: int) -> dict[int, tuple[DataFile, ...]]:
+    """Added files per partition spec id (position deletes take the spec of their data file, which may
+    be older than the table's default one); a file built without one has the ``default`` spec."""
+    groups: dict[int, list[DataFile]] = {}
+    for f in files:
+        try:
+            spec_id = int(f.spec_id)
+        except AttributeError:  # pyiceberg keeps the spec id outside the record: unset unless assigned
+            spec_id = default
+        groups.setdefault(spec_id, []).append(f)
+    return {spec_id: tuple(group) for spec_id, group in sorted(groups.items())}
+
+
 def _manifests(
     delta: RowDelta,
     base: TableMetadata,
@@ -181,14 +198,17 @@ def _manifests(
     """The manifests of the new snapshot: new ones, the base's (rewritten without removed files),
     merged per the table's policy. Every file written is appended to ``written`` as soon as it exists."""
     metadata_dir = f"{base.location}/metadata"
-    spec, schema, version = base.spec(), base.schema(), base.format_version
+    schema, version = base.schema(), base.format_version
     pending: dict[str, list[ManifestEntry]] = {}  # entries of manifests written by this commit
     new: dict[ManifestContent, list[ManifestFile]] = {ManifestContent.DATA: [], ManifestContent.DELETES: []}
-    for content, files in (
+    for content, added in (
         (ManifestContent.DATA, delta.added_data),
         (ManifestContent.DELETES, delta.added_deletes),
     ):
-        if files:
+        for spec_id, files in _by_spec(
+            added, base.default_spec_id
+        ).items():  # one manifest per partition spec
+            spec = base.specs()[spec_id]
             path = mf.manifest_path(metadata_dir, snapshot_id, len(written))
             written.append(path)
             new[content].append(mf.write_added(files, content, spec, schema, io, path, snapshot_id, version))
@@ -289,7 +309,9 @@ def find_conflict(
         (its partition and key ranges; concurrent append).
       * the table's current schema must be the one the delta was planned on (``schema_id``): files
         written for an older schema, or an UPDATE of a column since renamed, dropped or re-added,
-        must not land silently (``schema-changed``; this applies to blind deltas too).
+        must not land silently (``schema-changed``; this applies to blind deltas too);
+      * likewise the default partition spec (``spec_id``, ``spec-changed``): new files are written with
+        the newest spec, and an equality delete written for one spec would not apply to files of another.
     Blind deltas (appends, equality deletes) never conflict otherwise: their meaning does not depend
     on a read.
 
@@ -303,6 +325,12 @@ def find_conflict(
             "after this operation was planned"
         )
         return Conflict(ConflictKind.SCHEMA_CHANGED, reason, current.snapshot_id, ())
+    if delta.spec_id is not None and delta.spec_id != current_meta.default_spec_id:
+        reason = (
+            f"the table's partition spec changed (spec {delta.spec_id} -> {current_meta.default_spec_id}) "
+            "after this operation was planned"
+        )
+        return Conflict(ConflictKind.SPEC_CHANGED, reason, current.snapshot_id, ())
     if delta.blind:
         return None
     if row_level is None:

@@ -93,7 +93,7 @@ def scan_source_keys(
     unique = (nulls == 0 and distinct == rows) if check_unique else None
     if not derivable:
         return SourceKeys(rows, KeyRanges(by_partition), keys_unique=unique)
-    return SourceKeys(rows, KeyRanges(by_partition), counts, texts, unique)
+    return SourceKeys(rows, KeyRanges(by_partition, spec.spec_id), counts, texts, unique)
 
 
 def _partition(row: Row, spec: PartitionSpec, schema: Schema) -> tuple[object, ...]:
@@ -119,7 +119,7 @@ def file_keys(files: Sequence[LiveFile], keys: Sequence[str], schema: Schema) ->
                 if lo is not None and hi is not None
                 else None
             )
-        result.append(FileKeys(f.path, f.partition, bounds))
+        result.append(FileKeys(f.path, f.partition, bounds, f.spec_id))
     return result
 
 

@@ -127,11 +127,11 @@ def file_changes(removed: dict[str, int], files: TableFiles) -> list[FileChange]
 
 def merge_candidates(files: TableFiles, touched: set[str], read_weight: float) -> set[str]:
     """Small untouched files of the touched partitions worth folding into this rewrite."""
-    touched_partitions = {f.partition for f in files.data if f.path in touched}
-    untouched: dict[tuple[object, ...], list[LiveFile]] = defaultdict(list)
+    touched_partitions = {(f.spec_id, f.partition) for f in files.data if f.path in touched}
+    untouched: dict[tuple[int, tuple[object, ...]], list[LiveFile]] = defaultdict(list)
     for f in files.data:
-        if f.partition in touched_partitions and f.path not in touched:
-            untouched[f.partition].append(f)
+        if (f.spec_id, f.partition) in touched_partitions and f.path not in touched:
+            untouched[(f.spec_id, f.partition)].append(f)
     chosen: set[str] = set()
     for others in untouched.values():
         others.sort(key=lambda f: f.size)

@@ -145,6 +145,8 @@ def partition_value(field: PartitionField, schema: Schema) -> Column:
     col = F.col(f"`{source.name}`")
     name = str(field.transform).split("[")[0]
     param = getattr(field.transform, "num_buckets", None) or getattr(field.transform, "width", None)
+    if name == "void":  # always NULL (a field dropped from a v1 spec, or added as void)
+        return F.lit(None).cast("string")
     if name == "identity":
         value = _identity_value(col, source.field_type)
     elif name == "bucket" and isinstance(source.field_type, _LONG_HASHED):

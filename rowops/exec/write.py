@@ -345,7 +345,7 @@ def write_position_deletes(
     """Write ``(_file, _pos)`` rows as position-delete files: one sorted file per data file.
 
     ``file_path`` is written exactly as the data file's path is recorded in its manifest, and each
-    delete file takes the partition of the one data file it references.
+    delete file takes the partition (and partition spec) of the one data file it references.
 
     On a format-v3 table they are deletion vectors instead (``exec/deletion_vectors.py``): one per
     data file, in Puffin files written by the executors.
@@ -377,5 +377,5 @@ def write_position_deletes(
     written = []
     for path, rel in found:
         data_file = data_files[int(rel.split("=", 1)[1])]
-        written.append((WrittenFile(path, data_file.partition), data_file))
+        written.append((WrittenFile(path, data_file.partition, spec_id=data_file.spec_id), data_file))
     return written

@@ -64,7 +64,7 @@ def partition_filter(where: str, metadata: TableMetadata, case_sensitive: bool =
             help=f"Partition source columns of {metadata.location}: {_sources(metadata) or 'none'}. "
             "Nothing was changed.",
         ) from None
-    sources = {f.source_id for f in metadata.spec().fields}
+    sources = {f.source_id for spec in metadata.partition_specs for f in spec.fields}  # of every spec
     outside = sorted(schema.find_column_name(i) or str(i) for i in extract_field_ids(bound) - sources)
     if outside:
         raise InvalidExpressionError(
@@ -102,7 +102,8 @@ def _evaluator(
 
 def _sources(metadata: TableMetadata) -> str:
     schema = metadata.schema()
-    return ", ".join(schema.find_column_name(f.source_id) or "" for f in metadata.spec().fields)
+    ids = dict.fromkeys(f.source_id for spec in metadata.partition_specs for f in spec.fields)
+    return ", ".join(schema.find_column_name(i) or "" for i in ids)
 
 
 @dataclass(frozen=True)

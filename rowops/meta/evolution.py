@@ -23,7 +23,7 @@ from pyiceberg.exceptions import ResolveError, ValidationError
 from pyiceberg.io import FileIO
 from pyiceberg.schema import Schema, promote
 from pyiceberg.table.metadata import TableMetadata
-from pyiceberg.table.update import TableUpdate, update_table_metadata
+from pyiceberg.table.update import TableRequirement, TableUpdate, update_table_metadata
 from pyiceberg.table.update.schema import UpdateSchema
 from pyiceberg.types import (
     BinaryType,
@@ -118,12 +118,24 @@ class SchemaChange:
             f"{metadata.current_schema_id}) while applying: {self.description}"
         )
 
+    def conflict_kind(self, metadata: TableMetadata) -> ConflictKind:
+        """The kind of the conflict :meth:`conflict` reports on ``metadata``."""
+        return ConflictKind.SCHEMA_CHANGED
+
+    def conflict_error(self, reason: str, metadata: TableMetadata, table: str | None) -> CommitConflictError:
+        """The error of the conflict :meth:`conflict` found on ``metadata``."""
+        return schema_changed(reason, table)
+
+    def requirements(self) -> tuple[TableRequirement, ...]:
+        """What a pyiceberg catalog must check besides the table and its current schema (none here)."""
+        return ()
+
     def apply(self, metadata: TableMetadata, location: str | None, table: str | None = None) -> TableMetadata:
         """The change applied on ``metadata``; ``CommitConflictError`` (``schema-changed``) when the
         current schema is no longer the one the change was computed on."""
         reason = self.conflict(metadata)
         if reason is not None:
-            raise schema_changed(reason, table)
+            raise self.conflict_error(reason, metadata, table)
         return update_table_metadata(metadata, self.updates, metadata_location=location)
 
 

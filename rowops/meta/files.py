@@ -252,6 +252,7 @@ class WrittenFile:
     path: str
     partition: tuple[object, ...]
     entry: DataFile | None = None  # its manifest entry when the writer built it (deletion vectors)
+    spec_id: int | None = None  # the spec of ``partition`` (None: the table's default spec)
 
 
 def _data_file(
@@ -271,18 +272,19 @@ def _data_file(
         stats_columns=compute_statistics_plan(schema, properties),
         parquet_column_mapping=parquet_path_to_id_mapping(schema),
     )
-    return DataFile.from_args(
+    built = DataFile.from_args(
         content=content,
         file_path=to_uri(path),
         file_format=FileFormat.PARQUET,
         partition=Record(*partition),
         file_size_in_bytes=size,
         sort_order_id=sort_order_id,
-        spec_id=spec.spec_id,
         equality_ids=list(equality_ids) if equality_ids else None,
         key_metadata=None,
         **stats.to_serialized_dict(),
     )
+    built.spec_id = spec.spec_id  # not a field of the struct: from_args would drop it
+    return built
 
 
 def data_files_from_parquet(
@@ -296,7 +298,7 @@ def data_files_from_parquet(
 
     Empty files (Spark writes one per empty task) are deleted here: no snapshot will reference them.
     """
-    spec = metadata.spec()
+    spec, specs = metadata.spec(), metadata.specs()  # a position delete takes its data file's spec
     if content == DataFileContent.POSITION_DELETES:
         schema, props = POSITION_DELETE_SCHEMA, _FULL_METRICS
     elif content == DataFileContent.EQUALITY_DELETES:
@@ -317,7 +319,15 @@ def data_files_from_parquet(
         files = list(
             pool.map(
                 lambda w: _data_file(
-                    io, w.path, schema, props, spec, w.partition, content, equality_ids, sorted_by
+                    io,
+                    w.path,
+                    schema,
+                    props,
+                    specs.get(w.spec_id, spec) if w.spec_id is not None else spec,
+                    w.partition,
+                    content,
+                    equality_ids,
+                    sorted_by,
                 ),
                 [w for w in written if w.entry is None],
             )

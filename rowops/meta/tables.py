@@ -17,6 +17,7 @@ from pyiceberg.transforms import (
     MonthTransform,
     Transform,
     TruncateTransform,
+    VoidTransform,
     YearTransform,
 )
 from pyiceberg.types import (
@@ -75,6 +76,7 @@ def iceberg_transform(field: PartitionFieldSpec) -> Transform:
         "month": MonthTransform(),
         "day": DayTransform(),
         "hour": HourTransform(),
+        "void": VoidTransform(),
     }
     if field.transform == "bucket":
         return BucketTransform(num_buckets=field.param or 0)

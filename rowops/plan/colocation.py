@@ -25,6 +25,12 @@ files receives the source rows that can match them, and target rows never leave 
 'shuffle'
 >>> plan_join(3 * 2**20, None, [(0,), (1,)], limit=2**20).reason
 'source ~3.0 MiB > 1 MiB and the partitioning is not derived from the join keys: shuffle join'
+
+Slices need every target file the join reads to be of the table's current partition spec (the one
+the source is re-partitioned with); after partition evolution, files of older specs mean a shuffle:
+
+>>> plan_join(3 * 2**20, {(0,): 2**20}, [(0,)], limit=2**20, other_spec_files=3).reason
+'source ~3.0 MiB > 1 MiB and 3 target file(s) of older partition specs: shuffle join'
 """
 
 from __future__ import annotations
@@ -97,6 +103,7 @@ def plan_join(
     limit: int,
     enabled: bool = True,
     basis: str = "",
+    other_spec_files: int = 0,
 ) -> JoinLayout:
     """Choose the join layout.
 
@@ -108,12 +115,17 @@ def plan_join(
         limit: the most source bytes broadcast at once (``rowops.colocated-join.max-bytes``, at most
             ``rowops.broadcast.max-bytes``).
         basis: where ``source_bytes`` came from, shown in the reason (e.g. measured bytes per row).
+        other_spec_files: target files the join reads that were written under another partition spec
+            than the current one (partition evolution): their partitions cannot be sliced.
     """
     if not enabled:
         return JoinLayout("shuffle", DISABLED)
     size, cap = f"source ~{_mib(source_bytes)} MiB" + (f" ({basis})" if basis else ""), _cap(limit)
     if source_bytes <= limit:
         return JoinLayout("broadcast", f"{size} <= {cap}: broadcast to the target's scan tasks")
+    if other_spec_files:
+        older = f"{other_spec_files} target file(s) of older partition specs"
+        return JoinLayout("shuffle", f"{size} > {cap} and {older}: shuffle join")
     if by_partition is None:
         return JoinLayout(
             "shuffle", f"{size} > {cap} and the partitioning is not derived from the join keys: shuffle join"

@@ -32,6 +32,7 @@ class TableFacts:
     identifier: tuple[str, ...]
     partition_sources: tuple[str, ...]
     data_files: int
+    other_spec_files: int = 0  # live data files of another spec than the current, partitioned one
 
 
 def equality_delete_blockers(spec: OperationSpec, facts: TableFacts) -> list[str]:
@@ -40,6 +41,8 @@ def equality_delete_blockers(spec: OperationSpec, facts: TableFacts) -> list[str
     >>> from rowops.spec.operations import simple_merge_spec
     >>> equality_delete_blockers(simple_merge_spec(["k"]), TableFacts(("k", "g"), (), 1))
     ["on=['k'] is not the table's identifier columns ['k', 'g']"]
+    >>> equality_delete_blockers(simple_merge_spec(["k"]), TableFacts(("k",), ("k",), 5, other_spec_files=2))
+    ['2 data files were written under an older partition spec; an equality delete partitioned by the current spec would not apply to them']
     """
     if not isinstance(spec, MergeSpec):
         return ["UPDATE and DELETE with a predicate must scan the target to find the rows"]
@@ -56,6 +59,11 @@ def equality_delete_blockers(spec: OperationSpec, facts: TableFacts) -> list[str
     if outside:
         reasons.append(
             f"partition columns {outside} are not key columns, so a key's old row may sit in another partition"
+        )
+    if facts.other_spec_files:  # Iceberg scopes a partitioned equality delete to its spec's files
+        reasons.append(
+            f"{facts.other_spec_files} data files were written under an older partition spec; an equality "
+            "delete partitioned by the current spec would not apply to them"
         )
     return reasons
 

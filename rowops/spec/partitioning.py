@@ -6,6 +6,8 @@ PartitionFieldSpec(transform='bucket', source='k', param=16)
 'ts_day'
 >>> parse_partition_field("g")
 PartitionFieldSpec(transform='identity', source='g', param=None)
+>>> parse_partition_field("void(g)")
+PartitionFieldSpec(transform='void', source='g', param=None)
 >>> parse_partition_field("bucket(k)")
 Traceback (most recent call last):
 ...
@@ -61,8 +63,8 @@ def parse_partition_field(text: str) -> PartitionFieldSpec:
         return PartitionFieldSpec(name, column, int(param))
     if name in TIME_TRANSFORMS and param is None:
         return PartitionFieldSpec(name, column)
-    if name == "identity" and param is None:
-        return PartitionFieldSpec("identity", column)
+    if name in ("identity", "void") and param is None:
+        return PartitionFieldSpec(name, column)
     raise InvalidPartitionSpecError(f"Invalid partition field {text!r}: unknown transform {name!r}")
 
 

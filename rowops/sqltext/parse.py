@@ -43,6 +43,7 @@ from rowops.spec.operations import (
     UpdateSpec,
     key_condition,
 )
+from rowops.sqltext.alter import ALTER, Alter, parse_alter
 from rowops.sqltext.tables import DIALECT, parse_query, table_name
 
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+", re.IGNORECASE)
@@ -74,7 +75,7 @@ class Query:
     tree: exp.Expr
 
 
-Statement = Dml | Query
+Statement = Dml | Query | Alter
 
 
 def parse_statement(text: str) -> Statement:
@@ -88,6 +89,10 @@ def parse_statement(text: str) -> Statement:
         raise InvalidInputError(f"SQL must be text, not {type(text).__qualname__}")
     explain = _EXPLAIN.match(text)
     body = text[explain.end() :] if explain else text
+    if ALTER.match(body):  # Iceberg's extensions: partition and sort order evolution (sqltext/alter.py)
+        if explain:
+            raise UnsupportedSqlError("EXPLAIN of ALTER TABLE is not supported by rowops.sql")
+        return parse_alter(body)
     tree = parse_query(body)
     if isinstance(tree, exp.Query):
         if explain:

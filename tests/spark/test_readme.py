@@ -33,6 +33,14 @@ def test_readme_examples_run(spark, tmp_path, monkeypatch) -> None:  # type: ign
     exec(compile(next(block for block in blocks if "add_columns" in block), str(README), "exec"), namespace)
     assert t.schema.column_names == ["id", "amount", "state", "discount"]  # type: ignore[attr-defined]
     assert t.to_df(snapshot_id=namespace["before"]).columns == ["id", "amount", "status"]  # type: ignore[attr-defined]
+    # partition and sort order evolution on the same table
+    exec(
+        compile(next(block for block in blocks if "add_partition_field" in block), str(README), "exec"),
+        namespace,
+    )
+    assert [f.name for f in t.metadata.spec().fields] == ["id_bucket_4", "st"]  # type: ignore[attr-defined]
+    assert not t.metadata.sort_order().fields and t.metadata.default_spec_id == 2  # type: ignore[attr-defined]
+    assert t.to_df().where("id = 12").first()["amount"] == rows[12]["amount"] + 1  # type: ignore[attr-defined]
     # branches and tags: write-audit-publish on the same table
     exec(compile(next(block for block in blocks if "create_branch" in block), str(README), "exec"), namespace)
     assert set(t.refs()) == {"main", "v1"}  # type: ignore[attr-defined]
