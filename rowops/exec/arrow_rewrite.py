@@ -1,12 +1,22 @@
-"""Copy-on-write of files that only lose rows, rewritten by pyarrow inside Spark tasks.
+"""Copy-on-write of a data file in one pass, rewritten by pyarrow inside Spark tasks.
 
-Rewriting a data file whose change is "drop these positions" (the rows a MERGE, UPDATE or DELETE
-removes, plus the file's own position deletes) needs no join and no shuffle: one task reads the file,
-drops the positions and writes the survivors, in their order, to one new file of the same partition.
-Spark's way (``strategies.rewrite_files``: scan with row ids, anti-join, the DataFrame writer) converts
-every value to Spark's rows and back and writes through parquet-mr; here the file goes from Parquet to
-Arrow batches and back to Parquet in pyarrow, on the executors (one row per file goes in, one row per
-written file comes out: the driver sees paths and counts only).
+A copy-on-write rewrite of a data file drops positions (the rows a MERGE, UPDATE or DELETE removes,
+plus the file's own position deletes) and, for the rows a MERGE or UPDATE changes, puts each row's
+new version where its old one was. That needs no join with the file's rows: the changes, keyed by
+``(_file, _pos)`` (the row ids the operation's join carries), are shuffled by file and sorted by
+position (one row per change; new versions carry their values), and one task per group of files
+reads each file once and writes what stays, in its order, with the new versions in place, to one new
+file of the same partition. A pure update leaves a file of the same number of rows, in the same
+order; no second file of updated rows is written beside it, and a rewritten file never has more rows
+than its original (no split needed). Inserts are written by Spark as new files
+(``strategies.write_new_rows``).
+
+Spark's way (``strategies.rewrite_files``: scan with row ids, anti-join, the DataFrame writer, the
+updated rows written apart) converts every value to Spark's rows and back and writes through
+parquet-mr; here the file goes from Parquet to Arrow batches and back to Parquet in pyarrow, on the
+executors (the driver sees paths and counts only). The new versions are typed by Spark as every
+writer types them (``write.stored_columns``: store-assignment casts, NOT NULL and range checks,
+raised in the job before any file is committed) and cast to the file's Arrow types in the task.
 
 Columns are matched by Iceberg field id and written under the current schema's names and types
 (widened types cast, columns the file lacks written as NULL, dropped columns left out), with the
@@ -14,13 +24,17 @@ field ids, so the result is what Spark's rewrite writes. Files some equality del
 another partition spec than the current one, are left to Spark (they need a key join or a new
 partition), as are files not written in the table's current sort order (rows keep their order here)
 and tables with nested columns; so is everything when the table property
-``rowops.rewrite.arrow.enabled`` is ``false``.
+``rowops.rewrite.arrow.enabled`` is ``false``. In a table with a sort order, files are rewritten here
+without their changed rows, and the new versions go with the inserts (sorted by Spark): a new value
+could break the file's order.
 """
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -30,13 +44,14 @@ from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.types import PrimitiveType
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rowops.errors import WriteVerificationError
 from rowops.exec.compat import default_parallelism
 from rowops.exec.scan import FILE_COL, POS_COL, file_uris
-from rowops.exec.write import footer_rows
+from rowops.exec.types import to_spark_type
+from rowops.exec.write import footer_rows, stored_columns
 from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.fileio import filesystem, make_io
 from rowops.meta.files import LiveFile, WrittenFile
@@ -48,6 +63,9 @@ DICTIONARY_PAGE_BYTES = 64 * 1024
 ROW_GROUP_ROWS = 1 << 20  # rows buffered per written row group
 _BATCH_ROWS = 1 << 17
 _OUT_SCHEMA = "idx int, written string, rows long"
+# the rows of a rewrite: (file index, position, what to do there, path, values of the table's columns)
+_IDX, _OP, _PATH = "_rw_idx", "_rw_op", "_rw_path"
+_FILE, _DROP, _REPLACE = 0, 1, 2  # one row per file (position -1, its path); drop; new version
 _OUT_ARROW = pa.schema([("idx", pa.int32()), ("written", pa.string()), ("rows", pa.int64())])
 
 
@@ -68,35 +86,61 @@ def arrow_eligible(metadata: TableMetadata, index: DeleteIndex, files: Sequence[
     ]
 
 
-def rewrite_dropping_positions(
+def absorbs_updates(metadata: TableMetadata) -> bool:
+    """Whether a rewrite in Arrow writes a file's updated rows in place of their old versions: not in
+    a table with a sort order (a new value could break the order the file is in; those updated rows
+    are written with the inserts, sorted by Spark)."""
+    return not metadata.sort_order().fields
+
+
+def rewrite_positions(
     spark: SparkSession,
     metadata: TableMetadata,
     io: FileIO,
     targets: Sequence[LiveFile],
     dropped: DataFrame,
     directory: str,
+    replaced: DataFrame | None = None,
 ) -> list[WrittenFile]:
-    """Rewrite ``targets`` without the ``(_file, _pos)`` rows of ``dropped``; one file per target.
+    """Rewrite ``targets`` without the ``(_file, _pos)`` rows of ``dropped`` and with the rows of
+    ``replaced`` in place of the rows they replace; one file per target.
 
     Args:
         dropped: Spark's file name (``_file``) and row position (``_pos``) of every row to drop,
             including the rows the targets' position deletes already remove.
         directory: where the new files go (a staging directory).
+        replaced: ``_file``, ``_pos`` and the table's columns: the new version of the row at that
+            position, written where the old one was (cast, NOT NULL and range checked as every writer
+            does). Rows of other files than ``targets`` are ignored.
 
     Returns:
-        The written files, each with its target's partition; a target that loses every row has none.
+        The written files, each with its target's partition; a target left without rows has none.
     """
     uris = file_uris(spark, targets)
     names = spark.createDataFrame(
-        [(uris[f.path], i, f.path) for i, f in enumerate(targets)], f"{FILE_COL} string, idx int, path string"
+        [(uris[f.path], i, f.path) for i, f in enumerate(targets)],
+        f"{FILE_COL} string, {_IDX} int, {_PATH} string",
     )
-    positions = dropped.join(F.broadcast(names.select(FILE_COL, "idx")), FILE_COL).groupBy("idx")
-    per_file = names.join(positions.agg(F.collect_list(POS_COL).alias("positions")), "idx", "left")
+    fields = metadata.schema().fields
+    nulls = [F.lit(None).cast(to_spark_type(f.field_type)).alias(f"_c{i}") for i, f in enumerate(fields)]
+    ids = F.broadcast(names.select(FILE_COL, _IDX))
+    rows = names.select(_IDX, F.lit(-1).cast("long").alias(POS_COL), F.lit(_FILE).alias(_OP), _PATH, *nulls)
+    drops = dropped.join(ids, FILE_COL).select(_IDX, POS_COL, F.lit(_DROP).alias(_OP), _no_path(), *nulls)
+    rows = rows.unionByName(drops)
+    if replaced is not None:
+        new = replaced.join(ids, FILE_COL)
+        values = [c.alias(f"_c{i}") for i, c in enumerate(stored_columns(new, metadata.schema()))]
+        rows = rows.unionByName(new.select(_IDX, POS_COL, F.lit(_REPLACE).alias(_OP), _no_path(), *values))
     tasks = max(1, min(len(targets), 4 * default_parallelism(spark)))
     task = _rewrite_task(dict(io.properties), metadata, directory)
-    out = per_file.select("idx", "path", "positions").repartition(tasks, "idx").mapInArrow(task, _OUT_SCHEMA)
+    grouped = rows.repartition(tasks, _IDX).sortWithinPartitions(_IDX, POS_COL)  # a file's rows together
+    out = grouped.mapInArrow(task, _OUT_SCHEMA)
     results = {int(r["idx"]): (r["written"], int(r["rows"])) for r in out.collect()}
     return _verified(targets, results, io)
+
+
+def _no_path() -> Column:
+    return F.lit(None).cast("string").alias(_PATH)
 
 
 def _verified(
@@ -124,26 +168,64 @@ def _verified(
 def _rewrite_task(
     io_properties: dict[str, str], metadata: TableMetadata, directory: str
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function: each input row (idx, path, positions) becomes one output row."""
+    """The ``mapInArrow`` function: the change rows of each file (sorted by file, then position)
+    become one output row (idx, written file, rows written)."""
     schema = metadata.schema()
     options = writer_options(metadata.properties)
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         io = make_io(io_properties)
         target = _target_schema(schema)
-        for batch in batches:
-            out: dict[str, list[object]] = {"idx": [], "written": [], "rows": []}
-            for idx, path, positions in zip(*(batch.column(c).to_pylist() for c in range(3)), strict=True):
-                key = join(directory, f"part-arrow-{uuid.uuid4()}.parquet")
-                rows = rewrite_file(
-                    io, path, np.unique(np.asarray(positions or [], np.int64)), target, key, options
-                )
-                out["idx"].append(idx)
-                out["written"].append(key if rows else None)
-                out["rows"].append(rows)
+        for idx, changes in per_file(batches):
+            key = join(directory, f"part-arrow-{uuid.uuid4()}.parquet")
+            rows = _rewrite_changed(io, changes, target, key, options)
+            out = {"idx": [idx], "written": [key if rows else None], "rows": [rows]}
             yield pa.RecordBatch.from_pydict(out, schema=_OUT_ARROW)
 
     return run
+
+
+def per_file(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table]]:
+    """Runs of rows with the same first column (a file's index), as one table each.
+
+    >>> b = pa.RecordBatch.from_pydict({"i": pa.array([0, 0, 1], pa.int32())})
+    >>> [(i, t.num_rows) for i, t in per_file([b, b])]
+    [(0, 2), (1, 1), (0, 2), (1, 1)]
+    """
+    current: int | None = None
+    pending: list[pa.RecordBatch] = []
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        idx = batch.column(0).to_numpy(zero_copy_only=False)
+        cuts = [0, *(np.flatnonzero(np.diff(idx)) + 1).tolist(), batch.num_rows]
+        for start, end in itertools.pairwise(cuts):
+            at = int(idx[start])
+            if current is not None and at != current:
+                yield current, pa.Table.from_batches(pending)
+                pending = []
+            current = at
+            pending.append(batch.slice(start, end - start))
+    if current is not None:
+        yield current, pa.Table.from_batches(pending)
+
+
+def _rewrite_changed(
+    io: FileIO, changes: pa.Table, target: pa.Schema, key: str, options: Mapping[str, object]
+) -> int:
+    """Rewrite one file from its change rows (idx, pos, op, path, values...) into ``key``."""
+    changes = changes.combine_chunks()
+    op = changes.column(2).to_numpy(zero_copy_only=False)
+    pos = changes.column(1).to_numpy(zero_copy_only=False)
+    path = changes.column(3).filter(pa.array(op == _FILE))[0].as_py()
+    is_new = op == _REPLACE
+    new = None
+    if is_new.any():
+        mask = pa.array(is_new)
+        values = [changes.column(4 + i).filter(mask).cast(f.type) for i, f in enumerate(target)]
+        new = NewRows(pos[is_new], pa.Table.from_arrays(values, schema=target))
+    dropped = np.unique(pos[op != _FILE])  # a replaced row is dropped, its new version put in its place
+    return rewrite_file(io, path, dropped, target, key, options, new)
 
 
 def writer_options(properties: Mapping[str, str]) -> dict[str, object]:
@@ -200,20 +282,58 @@ def conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=target)
 
 
+@dataclass
+class NewRows:
+    """New versions of some rows of a file, each to be written at the position of its old version.
+
+    Attributes:
+        positions: the positions, distinct.
+        rows: the rows (the written file's schema), in the order of ``positions``.
+    """
+
+    positions: np.ndarray
+    rows: pa.Table
+    placed: int = 0
+
+    def __post_init__(self) -> None:
+        order = np.argsort(self.positions, kind="stable")
+        self.positions, self.rows = self.positions[order], self.rows.take(pa.array(order))
+        if len(np.unique(self.positions)) != len(self.positions):
+            raise ValueError("two new versions of one row reached a rewrite")
+
+    def placed_in(self, kept: pa.Table, offset: int, rows: int, keep: np.ndarray | None) -> pa.Table:
+        """``kept`` (what stays of the file's rows ``offset`` to ``offset + rows``; ``keep``: which
+        of them, all if None) with the new rows of that range put in their positions."""
+        lo, hi = np.searchsorted(self.positions, [offset, offset + rows])
+        if hi == lo:
+            return kept
+        self.placed += int(hi - lo)
+        at = np.arange(offset, offset + rows) if keep is None else np.flatnonzero(keep) + offset
+        order = np.argsort(np.concatenate([at, self.positions[lo:hi]]), kind="stable")
+        return pa.concat_tables([kept, self.rows.slice(lo, hi - lo)]).take(pa.array(order))
+
+
 def rewrite_file(
-    io: FileIO, path: str, dropped: np.ndarray, target: pa.Schema, key: str, options: Mapping[str, object]
+    io: FileIO,
+    path: str,
+    dropped: np.ndarray,
+    target: pa.Schema,
+    key: str,
+    options: Mapping[str, object],
+    new: NewRows | None = None,
 ) -> int:
-    """Write the rows of the Parquet file ``path`` but the (sorted, distinct) positions ``dropped`` to
-    ``key``; returns the number of rows written (0: no file is written)."""
+    """Write the rows of the Parquet file ``path`` but the (sorted, distinct) positions ``dropped``,
+    and the ``new`` rows at their positions, to ``key``; returns the number of rows written (0: no
+    file is written)."""
     in_fs, in_path = filesystem(io, path)
     out_fs, out_path = filesystem(io, key)
     writer: pq.ParquetWriter | None = None
-    buffered: list[pa.RecordBatch] = []
+    buffered: list[pa.Table] = []
     offset = written = 0
 
     def flush() -> None:
         nonlocal writer, written
-        table = pa.Table.from_batches(buffered, schema=target)
+        table = pa.concat_tables(buffered)
         if writer is None:
             out_fs.create_dir(out_path.rsplit("/", 1)[0], recursive=True)
             writer = pq.ParquetWriter(out_path, target, filesystem=out_fs, **options)
@@ -225,15 +345,21 @@ def rewrite_file(
         for batch in pq.ParquetFile(handle).iter_batches(batch_size=_BATCH_ROWS):
             rows = batch.num_rows
             lo, hi = np.searchsorted(dropped, [offset, offset + rows])
+            keep = None
             if hi > lo:
                 keep = np.ones(rows, dtype=bool)
                 keep[dropped[lo:hi] - offset] = False
                 batch = batch.filter(pa.array(keep))
+            kept = pa.Table.from_batches([conform(batch, target)])
+            if new is not None:
+                kept = new.placed_in(kept, offset, rows, keep)
             offset += rows
-            if batch.num_rows:
-                buffered.append(conform(batch, target))
-            if sum(b.num_rows for b in buffered) >= ROW_GROUP_ROWS:
+            if kept.num_rows:
+                buffered.append(kept)
+            if sum(t.num_rows for t in buffered) >= ROW_GROUP_ROWS:
                 flush()
+    if new is not None and new.placed != len(new.positions):
+        raise ValueError(f"{len(new.positions) - new.placed} new rows have positions beyond {path}")
     if buffered:
         flush()
     if writer is not None:

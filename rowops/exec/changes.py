@@ -2,7 +2,9 @@
 
 Every operation reduces to the same two outputs, which the write strategies then encode:
   * ``removed``: ``(_file, _pos)`` of target rows that are deleted or replaced;
-  * ``new_rows``: rows to add (updated versions and inserts), in table columns.
+  * ``new_rows``: rows to add (updated versions and inserts), in table columns;
+and ``new_rows_at``, the new rows with the row id of the target row each replaces (NULL for inserts),
+so a copy-on-write rewrite can put an updated row where its old version was.
 
 MERGE joins target ``t`` and source ``s`` once; each joined row gets ``_action``, the index of the
 first WHEN clause that applies (SQL semantics: clauses are tried in order), or -1.
@@ -36,6 +38,7 @@ class RowChanges:
     removing: tuple[int, ...] = (0,)
     joins_source: bool = False
     cached: list[DataFrame] = field(default_factory=list)
+    new_rows_at: DataFrame | None = None  # (_file, _pos, table columns): _file NULL for inserts
 
     def counts(self, per_action: Mapping[int, int]) -> dict[str, int]:
         """Rows inserted, updated and deleted, from the rows per action index."""
@@ -207,8 +210,13 @@ def _changes_of(
     producing = [i for i, c in enumerate(spec.clauses) if c.action != "delete"]
     replaced = [i for i, c in enumerate(spec.clauses) if c.match != "not_matched"]
     removed = staged.filter(F.col(ACTION).isin(replaced)).select(FILE_COL, POS_COL)
-    new_rows = staged.filter(F.col(ACTION).isin(producing)).select(*[F.col(f"`{c}`") for c in columns])
-    return RowChanges(staged, removed, new_rows, kinds, tuple(replaced), joins_source=True, cached=cached)
+    new_rows_at = staged.filter(F.col(ACTION).isin(producing)).select(
+        FILE_COL, POS_COL, *[F.col(f"`{c}`") for c in columns]
+    )
+    new_rows = new_rows_at.select(*[F.col(f"`{c}`") for c in columns])
+    return RowChanges(
+        staged, removed, new_rows, kinds, tuple(replaced), True, cached, new_rows_at=new_rows_at
+    )
 
 
 def _met() -> Column:
@@ -237,7 +245,10 @@ def update_changes(target: DataFrame, spec: UpdateSpec, columns: list[str]) -> R
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     new_rows = staged.select(*[F.col(f"`{c}`") for c in columns])
-    return RowChanges(staged, staged.select(FILE_COL, POS_COL), new_rows, {0: "update"})
+    new_rows_at = staged.select(FILE_COL, POS_COL, *[F.col(f"`{c}`") for c in columns])
+    return RowChanges(
+        staged, staged.select(FILE_COL, POS_COL), new_rows, {0: "update"}, new_rows_at=new_rows_at
+    )
 
 
 def delete_changes(target: DataFrame, spec: DeleteSpec, columns: list[str]) -> RowChanges:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rowops.errors import DuplicateKeyError, NullKeyError, UnmatchedFileError
-from rowops.exec.arrow_rewrite import arrow_eligible, rewrite_dropping_positions
+from rowops.exec.arrow_rewrite import absorbs_updates, arrow_eligible, rewrite_positions
 from rowops.exec.changes import RowChanges
 from rowops.exec.scan import FILE_COL, POS_COL, file_uris, position_deletes, scan
 from rowops.exec.write import (
@@ -45,6 +45,7 @@ class Written:
     referenced_data: set[str] = field(default_factory=set)
     rewritten: set[str] = field(default_factory=set)
     changed_rows: dict[str, int] = field(default_factory=dict)
+    absorbed: set[str] = field(default_factory=set)  # rewritten with their updated rows in place
 
     def merge(self, other: Written) -> Written:
         return Written(
@@ -56,6 +57,7 @@ class Written:
             self.referenced_data | other.referenced_data,
             self.rewritten | other.rewritten,
             {**self.changed_rows, **other.changed_rows},
+            self.absorbed | other.absorbed,
         )
 
 
@@ -156,18 +158,26 @@ def _replaced(ctx: WriteContext, paths: set[str]) -> Written:
     )
 
 
-def rewrite_files(ctx: WriteContext, removed: DataFrame, paths: set[str]) -> Written:
+def rewrite_files(
+    ctx: WriteContext, removed: DataFrame, paths: set[str], new_rows_at: DataFrame | None = None
+) -> Written:
     """Copy-on-write of ``paths``: their surviving rows, written where they were read (no shuffle).
 
-    Files that only lose positions are rewritten one to one by pyarrow in Spark tasks
-    (``exec/arrow_rewrite.py``); the others (equality deletes apply, another partition spec) by Spark.
+    Files whose change is by position are rewritten one to one by pyarrow in Spark tasks
+    (``exec/arrow_rewrite.py``), with their updated rows (from ``new_rows_at``) in place of the old
+    versions where the table allows (``Written.absorbed``: those rows are not new files); the others
+    (equality deletes apply, another partition spec) by Spark, their updated rows left to the new rows.
     """
     targets = [f for f in ctx.files.data if f.path in paths]
     if not targets:
         return Written()
     index = delete_index(ctx.files)
     in_arrow = arrow_eligible(ctx.metadata, index, targets)
-    written = Written(data=_rewrite_in_arrow(ctx, removed, in_arrow, index)) if in_arrow else Written()
+    written = Written()
+    if in_arrow:
+        updated = new_rows_at if absorbs_updates(ctx.metadata) else None
+        absorbed = {f.path for f in in_arrow} if updated is not None else set()
+        written = Written(data=_rewrite_in_arrow(ctx, removed, in_arrow, index, updated), absorbed=absorbed)
     arrow_paths = {f.path for f in in_arrow}
     by_spark = [f for f in targets if f.path not in arrow_paths]
     if by_spark:
@@ -181,15 +191,22 @@ def rewrite_files(ctx: WriteContext, removed: DataFrame, paths: set[str]) -> Wri
 
 
 def _rewrite_in_arrow(
-    ctx: WriteContext, removed: DataFrame, targets: list[LiveFile], index: DeleteIndex
+    ctx: WriteContext,
+    removed: DataFrame,
+    targets: list[LiveFile],
+    index: DeleteIndex,
+    updated: DataFrame | None,
 ) -> list[WrittenFile]:
-    """``targets`` rewritten without their removed rows and the rows their position deletes drop."""
+    """``targets`` rewritten without their removed rows and the rows their position deletes drop, with
+    the ``updated`` rows (if any) in place of their old versions."""
     dropped = removed.select(FILE_COL, POS_COL)
     old = position_deletes(ctx.spark, index.position_deletes_applying(targets), targets)
     if old is not None:
         dropped = dropped.unionByName(old)
     directory = ctx.stage.next_dir("rewrite")
-    return rewrite_dropping_positions(ctx.spark, ctx.metadata, directory.io, targets, dropped, directory.key)
+    return rewrite_positions(
+        ctx.spark, ctx.metadata, directory.io, targets, dropped, directory.key, replaced=updated
+    )
 
 
 def delete_positions(ctx: WriteContext, removed: DataFrame, counts: dict[str, int]) -> Written:
@@ -245,8 +262,8 @@ def copy_on_write(
     """
     sizes = {f.path: f.size for f in ctx.files.data}
     travelling = {p for p in counts if worth_merging(sizes[p], read_weight)}
-    written = rewrite_files(ctx, changes.removed, set(counts) - travelling)
-    return written.merge(_write_new_rows_with(ctx, changes, counts, new_count, travelling))
+    written = rewrite_files(ctx, changes.removed, set(counts) - travelling, changes.new_rows_at)
+    return written.merge(_write_new_rows_with(ctx, changes, counts, new_count, travelling, written.absorbed))
 
 
 def position_delete(
@@ -271,9 +288,9 @@ def hybrid(
     small_dense = {p for p in dense if worth_merging(sizes[p], read_weight)}
     travelling = small_dense | merge_candidates(ctx.files, set(counts), read_weight)
     sparse = {p: n for p, n in counts.items() if p not in dense}
-    written = rewrite_files(ctx, changes.removed, dense - small_dense)
+    written = rewrite_files(ctx, changes.removed, dense - small_dense, changes.new_rows_at)
     written = written.merge(delete_positions(ctx, changes.removed, sparse))
-    return written.merge(_write_new_rows_with(ctx, changes, counts, new_count, travelling))
+    return written.merge(_write_new_rows_with(ctx, changes, counts, new_count, travelling, written.absorbed))
 
 
 def _write_new_rows_with(
@@ -282,16 +299,44 @@ def _write_new_rows_with(
     counts: dict[str, int],
     new_count: int | None,
     travelling: set[str],
+    absorbed: Collection[str] = (),
 ) -> Written:
-    """The new rows, plus the surviving rows of the ``travelling`` files, which are replaced."""
-    new_rows, written = changes.new_rows, Written(changed_rows=counts)
+    """The new rows, plus the surviving rows of the ``travelling`` files, which are replaced; without
+    the updated rows of the ``absorbed`` files (their rewrites hold them)."""
+    written = Written(changed_rows=counts)
+    new_rows, new_count = _new_rows_elsewhere(ctx, changes, counts, new_count, absorbed)
     if travelling:
         files = [f for f in ctx.files.data if f.path in travelling]
         new_rows = new_rows.unionByName(_survivors(ctx, changes.removed, files))
         written = written.merge(_replaced(ctx, travelling))
         if new_count is not None:
             new_count += sum(f.record_count - counts.get(f.path, 0) for f in files)
+    if new_count == 0:  # every new row is in a rewritten file: no write job
+        return written
     return written.merge(write_new_rows(ctx, new_rows, new_count))
+
+
+def _new_rows_elsewhere(
+    ctx: WriteContext,
+    changes: RowChanges,
+    counts: dict[str, int],
+    new_count: int | None,
+    absorbed: Collection[str],
+) -> tuple[DataFrame, int | None]:
+    """The new rows but the updated rows of the ``absorbed`` files, and how many (at most) they are.
+
+    Without delete clauses every removed row of a file is an updated one, so the count is exact;
+    otherwise it stays an upper bound (it only sizes files).
+    """
+    if not absorbed or changes.new_rows_at is None:
+        return changes.new_rows, new_count
+    uris = file_uris(ctx.spark, [f for f in ctx.files.data if f.path in absorbed])
+    names = ctx.spark.createDataFrame([(u,) for u in uris.values()], f"{FILE_COL} string")
+    columns = [f"`{c}`" for c in ctx.metadata.schema().column_names]
+    rest = changes.new_rows_at.join(F.broadcast(names), FILE_COL, "left_anti").select(*columns)
+    if new_count is not None and "delete" not in changes.kinds.values():
+        new_count -= sum(counts.get(p, 0) for p in absorbed)
+    return rest, new_count
 
 
 def check_keys(

@@ -210,6 +210,12 @@ def _typed_columns(schema: Schema, source: T.StructType | None = None) -> list[C
     return columns
 
 
+def stored_columns(df: DataFrame, schema: Schema) -> list[Column]:
+    """``df``'s columns of ``schema`` as every writer stores them: cast by store assignment, NOT NULL
+    and range checked, with field ids (for rows written by other means than :func:`write_rows`)."""
+    return _typed_columns(schema, df.schema)
+
+
 def _row_hint(schema: Schema) -> Column:
     """``k=5, g=2``: the row's key (identifier columns; without a key, its first three columns), for
     the error that names a NULL written to a required column."""

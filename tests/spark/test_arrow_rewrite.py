@@ -3,13 +3,19 @@ and that what they write reads back as Spark's rewrite would, through every read
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow.parquet as pq
 import pytest
 
 import rowops
+from rowops.errors import CardinalityViolationError, NullValueError
+from rowops.faults import InjectedFault
 from tests.conftest import make_lake
 from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, Layout, Oracle, frame, make_row
+from tests.spark.test_errors import assert_unchanged
+from tests.spark.test_nullability import STRICT
 
 N = 60
 BUCKET = Layout("bucket", ("bucket(4, k)",), ("k",))
@@ -48,13 +54,14 @@ def test_copy_on_write_rewrites_in_arrow_unless_disabled(lake, java, enabled) ->
     rowops.merge(frame(lake.spark, changes), table, on=["k"], strategy="copy-on-write")
     oracle.upsert(changes)
     arrow = _arrow_written(table)
-    if enabled == "true":  # one new file per rewritten file, in its partition, survivors only
+    if enabled == "true":  # one new file per rewritten file, in its partition, updated rows in place
         rewritten = {p for p in before if p not in {f.path for f in table.files().data}}
         assert len(arrow) == len(rewritten) > 0
         by_path = {f.path: f for f in table.files().data}
         assert {by_path[p].partition for p in arrow} == {before[p].partition for p in rewritten}
-        survivors = sum(before[p].record_count for p in rewritten) - len(range(0, N, 5))
-        assert sum(by_path[p].record_count for p in arrow) == survivors
+        assert sum(by_path[p].record_count for p in arrow) == sum(before[p].record_count for p in rewritten)
+        added = set(by_path) - set(before) - arrow  # the inserts only
+        assert sum(by_path[p].record_count for p in added) == 3
     else:
         assert not arrow
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
@@ -68,10 +75,11 @@ def test_arrow_rewrite_drops_earlier_position_deletes(lake, java, format_version
                  strategy="position-delete")  # fmt: skip
     oracle.delete_keys(gone)
     changes = [make_row(k, 2) for k in range(5, N, 2)]  # touches every file
+    count = len(table.files().data)
     rowops.merge(frame(lake.spark, changes), table, on=["k"], strategy="copy-on-write")
     oracle.upsert(changes)
     files = table.files()
-    assert _arrow_written(table)
+    assert _arrow_written(table) and len(files.data) == count  # updated rows among the survivors
     assert not any(d.referenced_file in {f.path for f in files.data} for d in files.position_deletes)
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
 
@@ -119,10 +127,14 @@ def test_sorted_table_rewrite_keeps_the_sort_order(lake, java) -> None:  # type:
     table.set_properties(**{"rowops.read-weight": "0"})
     oracle = Oracle(Layout("unpartitioned", (), ("k",)), rows)
     changes = [make_row(k, 3) for k in range(0, N, 6)]
+    before = {f.path: f.record_count for f in table.files().data}
     rowops.merge(frame(lake.spark, changes), table, on=["k"], strategy="copy-on-write")
     oracle.upsert(changes)
     arrow = [f for f in table.files().data if "/part-arrow-" in f.path]
     assert arrow and all(f.data_file.sort_order_id == table.metadata.default_sort_order_id for f in arrow)
+    # a new value could break a file's order: the updated rows are written apart, sorted by Spark
+    gone = set(before) - {f.path for f in table.files().data}
+    assert sum(f.record_count for f in arrow) == sum(before[p] for p in gone) - len(changes)
     for f in arrow:
         xs = [
             v
@@ -132,3 +144,116 @@ def test_sorted_table_rewrite_keeps_the_sort_order(lake, java) -> None:  # type:
         ]
         assert xs == sorted(xs, key=lambda v: (v is None, -(v or 0)))
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
+
+
+def _column(table, path: str, name: str) -> list[Any]:  # type: ignore[no-untyped-def]
+    with table.lake.catalog.io.new_input(path).open() as stream:
+        return pq.read_table(stream, columns=[name])[name].to_pylist()  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("operation", ["merge", "update"])
+def test_updated_rows_replace_their_old_versions_in_the_rewritten_file(lake, java, operation) -> None:  # type: ignore[no-untyped-def]
+    """A pure update keeps the number of data files: each rewritten file holds its updated rows, at
+    the positions of their old versions, and no file of updated rows is written beside it."""
+    table, oracle = _create(lake)
+    before = {f.path: f for f in table.files().data}
+    keys = list(range(0, N, 5))
+    if operation == "merge":
+        result = rowops.merge(frame(lake.spark, [make_row(k, 1) for k in keys]), table, on=["k"],
+                              strategy="copy-on-write")  # fmt: skip
+        oracle.upsert(make_row(k, 1) for k in keys)
+    else:
+        result = rowops.update(table, set={"n": "n + 100", "s": "concat(s, '!')"}, where="k % 5 = 0",
+                               strategy="copy-on-write")  # fmt: skip
+        for k in keys:
+            row = oracle.rows[(k,)]
+            oracle.rows[(k,)] = (*row[:2], None if row[2] is None else row[2] + "!", *row[3:8], row[8] + 100)
+    assert result.rows_updated == len(keys) and result.rows_inserted == 0
+    after = {f.path: f for f in table.files().data}
+    summary = table.snapshots()[-1]["summary"]  # as many rows added as removed, counted by the commit
+    rewritten_rows = str(sum(f.record_count for p, f in before.items() if p not in after))
+    assert summary["added-records"] == summary["deleted-records"] == rewritten_rows
+    assert len(after) == len(before), "a file of updated rows was written beside the rewrites"
+    gone, arrow = set(before) - set(after), _arrow_written(table)
+    assert arrow == set(after) - set(before) and len(arrow) == len(gone) == result.data_files_added > 0
+    old_by_partition = {before[p].partition: p for p in gone}
+    assert len(old_by_partition) == len(gone)
+    expected = {r[0]: r[COLUMNS.index("n")] for r in oracle.values()}
+    for path in arrow:
+        old = old_by_partition[after[path].partition]
+        assert _column(table, path, "k") == _column(table, old, "k")  # same rows, same order
+        assert _column(table, path, "n") == [expected[k] for k in _column(table, path, "k")]
+    assert_readers_agree(table, oracle.values(), COLUMNS, java)
+
+
+def test_delete_update_and_insert_in_one_merge(lake, java) -> None:  # type: ignore[no-untyped-def]
+    """Deleted rows leave the rewritten files, updated ones (matched, and not matched by source) stay
+    in them, inserts are new files."""
+    table, oracle = _create(lake)
+    before = {f.path for f in table.files().data}
+    keys = [*range(0, N, 4), N, N + 1]
+    (
+        table.merge(frame(lake.spark, [make_row(k, 4) for k in keys]), on=["k"])
+        .when_matched("t.k % 8 = 0").delete()
+        .when_matched().update_all()
+        .when_not_matched().insert_all()
+        .when_not_matched_by_source("t.k % 10 = 3").update({"n": "-7"})
+        .execute(strategy="copy-on-write")
+    )  # fmt: skip
+    deleted = [k for k in range(0, N, 4) if k % 8 == 0]
+    oracle.upsert(make_row(k, 4) for k in keys)
+    oracle.delete_keys(make_row(k) for k in deleted)
+    for k in range(3, N, 10):
+        oracle.rows[(k,)] = (*oracle.rows[(k,)][:8], -7)
+    after = {f.path: f for f in table.files().data}
+    arrow = _arrow_written(table)
+    assert sum(after[p].record_count for p in arrow) == N - len(deleted)
+    assert sum(after[p].record_count for p in set(after) - before - arrow) == 2
+    assert_readers_agree(table, oracle.values(), COLUMNS, java)
+
+
+def test_null_in_an_updated_required_column_fails_and_changes_nothing(lake) -> None:  # type: ignore[no-untyped-def]
+    """The updated rows a rewrite takes in are checked as every write checks them."""
+    rows = [make_row(k) for k in range(N)]
+    table = lake.create_table(
+        "db.t", lake.spark.createDataFrame(rows, STRICT), partition_by=["bucket(4, k)"], identifier=["k"]
+    )
+    table.set_properties(**{"rowops.read-weight": "0"})
+    assert_unchanged(
+        lake,
+        lambda: rowops.update(
+            table, set={"n": "CASE WHEN k = 4 THEN NULL ELSE n END"}, strategy="copy-on-write"
+        ),
+        NullValueError,
+        "column n is declared NOT NULL",
+        "offending row: k=4",
+        "Help:",
+    )
+    rowops.update(table, set={"n": "n + 1"}, where="k = 4", strategy="copy-on-write")
+    assert _arrow_written(table)  # the same rewrite, without the NULL, goes through Arrow
+
+
+def test_a_row_matched_twice_fails_before_anything_is_written(lake) -> None:  # type: ignore[no-untyped-def]
+    table, _ = _create(lake)
+    source = frame(lake.spark, [make_row(5, 1), make_row(5, 2), make_row(6, 1)])
+    assert_unchanged(
+        lake,
+        lambda: rowops.merge(source, table, on=["k"], strategy="copy-on-write"),
+        CardinalityViolationError,
+        "(5,)",
+    )
+
+
+def test_a_crash_after_the_rewrites_leaves_no_trace(lake, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    table, _ = _create(lake)
+    source = frame(lake.spark, [make_row(k, 1) for k in range(0, N, 3)])
+    monkeypatch.setenv("ROWOPS_FAULT", "before-commit")
+    assert_unchanged(
+        lake,
+        lambda: rowops.merge(source, table, on=["k"], strategy="copy-on-write"),
+        InjectedFault,
+        "before-commit",
+    )
+    monkeypatch.delenv("ROWOPS_FAULT")
+    rowops.merge(source, table, on=["k"], strategy="copy-on-write")
+    assert _arrow_written(table)
