@@ -37,7 +37,7 @@ from pyspark.sql import types as T
 from rowops.exec.deletion_vectors import deletion_vector_positions
 from rowops.exec.listing import read_files, spark_name
 from rowops.exec.types import FIELD_ID_KEY, to_spark_schema, to_spark_type
-from rowops.meta.delete_index import delete_index
+from rowops.meta.delete_index import DeleteIndex, delete_index
 from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, TableFiles
 from rowops.meta.paths import spark_uri
 from rowops.meta.v3 import is_deletion_vector
@@ -219,9 +219,13 @@ def _drop_deleted(
 
 
 def _apply_equality_deletes(
-    spark: SparkSession, schema: Schema, files: Sequence[LiveFile], deletes: Sequence[LiveFile]
+    spark: SparkSession,
+    schema: Schema,
+    files: Sequence[LiveFile],
+    deletes: Sequence[LiveFile],
+    ids: bool = True,
 ) -> DataFrame:
-    """The rows of ``files`` (with ids) that no newer equality delete removes.
+    """The rows of ``files`` (with ids when ``ids``) that no newer equality delete removes.
 
     Files older than every delete need no sequence numbers: every key applies. The others get their
     file's data sequence number from a broadcast of one row per file, and "the delete is newer than
@@ -231,19 +235,22 @@ def _apply_equality_deletes(
     group; measured 3x slower after ten upserts.)
     """
     if _needs_partition_scope(files, deletes):
-        return _apply_scoped_equality_deletes(spark, schema, files, deletes)
+        scoped = _apply_scoped_equality_deletes(spark, schema, files, deletes)
+        return scoped if ids else scoped.drop(FILE_COL, POS_COL)
     keys = _delete_keys(spark, schema, deletes)
     first = min(d.seq for d in deletes)
     parts = []
     oldest = [f for f in files if f.seq < first]
-    if oldest:
-        parts.append(_drop_deleted(read_data_files(spark, schema, oldest), keys, by_sequence_number=False))
+    if oldest:  # without ids, no _metadata column is read (Spark would read all of its fields here)
+        rows = read_data_files(spark, schema, oldest) if ids else read_as_stored(spark, schema, oldest)
+        parts.append(_drop_deleted(rows, keys, by_sequence_number=False))
     rest = [f for f in files if f.seq >= first]
     if rest:
         uris = file_uris(spark, rest)
         seqs = spark.createDataFrame([(uris[f.path], f.seq) for f in rest], f"{FILE_COL} string, {_SEQ} long")
         rows = read_data_files(spark, schema, rest).join(F.broadcast(seqs), FILE_COL)
-        parts.append(_drop_deleted(rows, keys, by_sequence_number=True).drop(_SEQ))
+        kept = _drop_deleted(rows, keys, by_sequence_number=True).drop(_SEQ)
+        parts.append(kept if ids else kept.drop(FILE_COL, POS_COL))
     return functools.reduce(DataFrame.unionByName, parts)
 
 
@@ -286,6 +293,9 @@ def scan(
 ) -> DataFrame:
     """The live rows of a snapshot (or of a subset of its data files), deletes applied.
 
+    Data files no delete applies to are read plainly (``_file``/``_pos`` only when ``row_ids``) and
+    never meet a join; the others go through the equality and position deletes that apply to them.
+
     Args:
         spark: the session.
         schema: the table schema to read with.
@@ -295,16 +305,38 @@ def scan(
     """
     targets = list(files.data if data_files is None else data_files)
     index = delete_index(files)
-    older = [f for f in targets if index.equality_deletes_on(f)]
-    newer = [f for f in targets if not index.equality_deletes_on(f)]
-    rows = read_data_files(spark, schema, newer) if newer or not older else None
-    if older:  # only files some equality delete applies to are joined with (those) keys
-        eq_deletes = index.equality_deletes_applying(older)
-        keyed = _apply_equality_deletes(spark, schema, older, eq_deletes)
-        rows = keyed if rows is None else rows.unionByName(keyed)
-    assert rows is not None
-    pos = position_deletes(spark, index.position_deletes_applying(targets), targets)
-    if pos is not None:
-        rows = rows.join(pos, [FILE_COL, POS_COL], "left_anti")
-    columns = [f"`{n}`" for n in schema.column_names]
-    return rows.select(*columns, FILE_COL, POS_COL) if row_ids else rows.select(*columns)
+    dirty = [f for f in targets if index.deletes_on(f)]
+    touched = {f.path for f in dirty}
+    clean = [f for f in targets if f.path not in touched]
+    columns = [f"`{n}`" for n in schema.column_names] + ([FILE_COL, POS_COL] if row_ids else [])
+    parts = []
+    if clean or not dirty:
+        plain = (
+            read_data_files(spark, schema, clean)
+            if row_ids or not clean
+            else read_as_stored(spark, schema, clean)
+        )
+        parts.append(plain.select(*columns))
+    if dirty:
+        parts.append(_deleted(spark, schema, index, dirty, row_ids).select(*columns))
+    return functools.reduce(DataFrame.unionByName, parts)
+
+
+def _deleted(
+    spark: SparkSession, schema: Schema, index: DeleteIndex, dirty: Sequence[LiveFile], row_ids: bool
+) -> DataFrame:
+    """Rows of data files some delete applies to, those deletes applied; with ids when ``row_ids`` or
+    position deletes need them."""
+    pos_deletes = index.position_deletes_applying(dirty)
+    ids = row_ids or bool(pos_deletes)
+    keyed = [f for f in dirty if index.equality_deletes_on(f)]
+    parts = []
+    if keyed:  # only files some equality delete applies to are joined with (those) keys
+        eq_deletes = index.equality_deletes_applying(keyed)
+        parts.append(_apply_equality_deletes(spark, schema, keyed, eq_deletes, ids))
+    unkeyed = [f for f in dirty if not index.equality_deletes_on(f)]
+    if unkeyed:
+        parts.append(read_data_files(spark, schema, unkeyed))
+    rows = functools.reduce(DataFrame.unionByName, parts)
+    pos = position_deletes(spark, pos_deletes, dirty)
+    return rows if pos is None else rows.join(pos, [FILE_COL, POS_COL], "left_anti")
