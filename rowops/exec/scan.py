@@ -306,5 +306,5 @@ def scan(
     pos = position_deletes(spark, index.position_deletes_applying(targets), targets)
     if pos is not None:
         rows = rows.join(pos, [FILE_COL, POS_COL], "left_anti")
-    columns = [f"`{n}`" for n in schema.column_names]
+    columns = [f"`{f.name}`" for f in schema.fields]
     return rows.select(*columns, FILE_COL, POS_COL) if row_ids else rows.select(*columns)
