@@ -271,7 +271,7 @@ def _check_cardinality(planned: Planned, changes: RowChanges, repeated: list[tup
         return
     schema = planned.loaded.metadata.schema()
     ids = [schema.find_column_name(i) for i in schema.identifier_field_ids]
-    key_names = [k for k in (spec.on_columns or ids) if k] or schema.column_names[:3]
+    key_names = [k for k in (spec.on_columns or ids) if k] or [f.name for f in schema.fields[:3]]
     examples: list[tuple[object, ...]] = []
     spark = changes.joined.sparkSession
     uris = file_uris(spark, planned.files.data)
@@ -299,7 +299,7 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
         if not (planned.source_keys and planned.source_keys.keys_unique):  # unknown, or an error to explain
             strategies.check_keys(source, spec.on_columns, duplicates_allowed=not upsert)
         return strategies.equality_delete(ctx, source, spec.on_columns, upsert), {}
-    columns = planned.loaded.metadata.schema().column_names
+    columns = [f.name for f in planned.loaded.metadata.schema().fields]
     changes = row_changes(planned, ctx.spark, columns)
     try:
         distinct = isinstance(spec, MergeSpec) and not spec.checks_cardinality
@@ -414,7 +414,7 @@ def _spark_plan(planned: Planned) -> str:
     """Spark's physical plan of the operation's join."""
     with spark_errors(describe(planned.spec)):
         spark = planned.table.lake.spark
-        changes = row_changes(planned, spark, planned.loaded.metadata.schema().column_names)
+        changes = row_changes(planned, spark, [f.name for f in planned.loaded.metadata.schema().fields])
         try:
             return physical_plan(changes.joined)
         finally:

@@ -20,6 +20,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from rowops.exec.nested import nested_assignments, with_fields
 from rowops.exec.scan import FILE_COL, POS_COL
 from rowops.spec.operations import DeleteSpec, MergeClause, MergeSpec, UpdateSpec
 
@@ -69,13 +70,16 @@ def _clause_applies(clause: MergeClause) -> Column:
     return where & F.expr(clause.condition) if clause.condition else where
 
 
-def _value(clause: MergeClause, column: str) -> Column:
+def _value(clause: MergeClause, column: str, columns: list[str]) -> Column:
     assigned = dict(clause.assignments or ())
     if column in assigned:
         return F.expr(assigned[column])
     if clause.assignments is None:  # UPDATE SET * / INSERT *
         return F.col(f"s.`{column}`")
-    return F.col(f"t.`{column}`") if clause.action == "update" else F.lit(None)
+    if clause.action != "update":
+        return F.lit(None)
+    fields = nested_assignments(column, [(c, e) for c, e in clause.assignments if c not in columns])
+    return with_fields(F.col(f"t.`{column}`"), fields)  # SET s.c1 = ...: the struct rebuilt
 
 
 def _staged(
@@ -90,7 +94,7 @@ def _staged(
     for column in columns:
         value: Column = F.lit(None)
         for i in producing:
-            value = F.when(F.col(ACTION) == i, _value(spec.clauses[i], column)).otherwise(value)
+            value = F.when(F.col(ACTION) == i, _value(spec.clauses[i], column, columns)).otherwise(value)
         new_values.append(value.alias(column))
     return joined.withColumn(ACTION, action).select(
         F.col(f"t.{FILE_COL}").alias(FILE_COL),
@@ -238,7 +242,15 @@ def update_changes(target: DataFrame, spec: UpdateSpec, columns: list[str]) -> R
     """UPDATE: rows matching ``where`` get the assignments."""
     cond = F.expr(spec.where) if spec.where else F.lit(True)
     assigned = dict(spec.assignments)
-    values = [(F.expr(assigned[c]) if c in assigned else F.col(f"`{c}`")).alias(c) for c in columns]
+    nested = [(c, e) for c, e in spec.assignments if c not in columns]  # SET s.c1 = ...
+    values = [
+        (
+            F.expr(assigned[c])
+            if c in assigned
+            else with_fields(F.col(f"`{c}`"), nested_assignments(c, nested))
+        ).alias(c)
+        for c in columns
+    ]
     staged = (
         target.filter(cond)
         .select(FILE_COL, POS_COL, F.lit(0).alias(ACTION), *values)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.types import StructType
 from pyspark.sql import DataFrame, SparkSession
 
-from rowops.errors import NoSuchColumnError
+from rowops.errors import InvalidInputError, NoSuchColumnError
 from rowops.exec.expressions import case_sensitive, check_expressions
 from rowops.exec.job_errors import spark_errors
 from rowops.exec.validation import check_assignments, check_source, table_frame
+from rowops.meta.tables import check_key_type
 from rowops.spec.names import resolve, resolve_spec
 from rowops.spec.operations import MergeSpec, OperationSpec, UpdateSpec, describe
 
@@ -18,17 +21,65 @@ def checked_spec(
 ) -> OperationSpec:
     """``spec`` with column names spelled as the table spells them, every expression checked."""
     schema = metadata.schema()
-    spec = resolve_spec(spec, schema.column_names, case_sensitive(spark))
+    spec = resolve_spec(spec, schema.column_names, case_sensitive(spark))  # nested names too (s.c1)
     _validate(spec, source, metadata, spark)
     check_expressions(spark, spec, schema, source.schema if source is not None else None)
     return spec
 
 
-def _check_columns(names: list[str], metadata: TableMetadata, context: str) -> None:
-    known = metadata.schema().column_names
-    unknown = [n for n in names if n not in known]
+def _check_columns(names: list[str], metadata: TableMetadata, context: str, fields: str = "") -> None:
+    """Every name a column of the table; with ``fields`` (``update`` or ``insert``) a name may also
+    be the dotted path of a field of a struct column (``s.c1``), which only an update may set."""
+    schema = metadata.schema()
+    known = [f.name for f in schema.fields]
+    unknown = []
+    for name in names:
+        if name in known:
+            continue
+        if fields and "." in name and name.split(".", 1)[0] in known:
+            _check_field_path(schema, name, context, fields)
+        else:
+            unknown.append(name)
     if unknown:
         raise NoSuchColumnError(f"Unknown column(s) {unknown} in {context}; table columns are {known}")
+
+
+def _check_field_path(schema: Schema, path: str, context: str, action: str) -> None:
+    """``path`` names a field reached through struct columns and fields only."""
+    head, *rest = path.split(".")
+    if action != "update":
+        raise InvalidInputError(
+            f"Cannot assign the nested field {path} in {context}",
+            help=f"Assign the whole column when inserting, e.g. {head} = named_struct(...).",
+        )
+    walked, field_type = head, schema.find_field(head).field_type
+    for part in rest:
+        if not isinstance(field_type, StructType):
+            raise InvalidInputError(
+                f"Cannot assign {path} in {context}: {walked} is a {field_type}, not a struct",
+                help="Only fields of structs can be assigned; assign the whole list or map column instead.",
+            )
+        found = [f for f in field_type.fields if f.name == part]
+        if not found:
+            names = [f.name for f in field_type.fields]
+            raise NoSuchColumnError(
+                f"Unknown field {path!r} in {context}; the fields of {walked} are {names}"
+            )
+        walked, field_type = f"{walked}.{part}", found[0].field_type
+
+
+def _check_keys(keys: list[str], metadata: TableMetadata) -> None:
+    known = [f.name for f in metadata.schema().fields]
+    for key in keys:
+        if key not in known and "." in key and key.split(".", 1)[0] in known:
+            raise InvalidInputError(
+                f"Key column {key!r} of on= is a nested field; key columns must be top-level columns",
+                help="Use top-level primitive columns as keys, or write the MERGE with "
+                f'on="t.{key} = s.{key}" (a condition, no key columns).',
+            )
+    _check_columns(keys, metadata, "on=")
+    for key in keys:
+        check_key_type(key, metadata.schema().find_field(key).field_type)
 
 
 def _validate(
@@ -36,19 +87,20 @@ def _validate(
 ) -> None:
     schema = metadata.schema()
     if isinstance(spec, UpdateSpec):
-        _check_columns([c for c, _ in spec.assignments], metadata, "set=")
+        _check_columns([c for c, _ in spec.assignments], metadata, "set=", fields="update")
         with spark_errors(describe(spec)):
             check_assignments(table_frame(spark, schema), spec.assignments, schema, "UPDATE SET")
     if not isinstance(spec, MergeSpec) or source is None:
         return
     if spec.on_columns is not None:
-        _check_columns(list(spec.on_columns), metadata, "on=")
+        _check_keys(list(spec.on_columns), metadata)
         sensitive = case_sensitive(source.sparkSession)
         missing = [c for c in spec.on_columns if resolve(c, source.columns, sensitive) not in source.columns]
         if missing:
             raise NoSuchColumnError(f"Key column(s) {missing} of on= are not in the source")
     for clause in spec.clauses:
-        _check_columns([c for c, _ in clause.assignments or ()], metadata, clause.describe())
+        names = [c for c, _ in clause.assignments or ()]
+        _check_columns(names, metadata, clause.describe(), fields=clause.action)
     if any(c.assignments is None and c.action != "delete" for c in spec.clauses):
         check_source(source.schema, schema, case_sensitive=case_sensitive(spark))
     explicit = [c for c in spec.clauses if c.assignments]

@@ -308,7 +308,7 @@ def scan(
     dirty = [f for f in targets if index.deletes_on(f)]
     touched = {f.path for f in dirty}
     clean = [f for f in targets if f.path not in touched]
-    columns = [f"`{n}`" for n in schema.column_names] + ([FILE_COL, POS_COL] if row_ids else [])
+    columns = [f"`{f.name}`" for f in schema.fields] + ([FILE_COL, POS_COL] if row_ids else [])
     parts = []
     if clean or not dirty:
         plain = (

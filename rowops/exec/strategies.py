@@ -144,7 +144,7 @@ def merge_candidates(files: TableFiles, touched: set[str], read_weight: float) -
 
 def _survivors(ctx: WriteContext, removed: DataFrame, targets: Sequence[LiveFile]) -> DataFrame:
     """The rows of ``targets`` that stay (deletes applied, removed positions dropped)."""
-    columns = [f"`{c}`" for c in ctx.metadata.schema().column_names]
+    columns = [f"`{c.name}`" for c in ctx.metadata.schema().fields]
     rows = scan(ctx.spark, ctx.metadata.schema(), ctx.files, data_files=targets, row_ids=True)
     return rows.join(removed, [FILE_COL, POS_COL], "left_anti").select(*columns)
 

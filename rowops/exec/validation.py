@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from rowops.errors import InvalidArgumentError, SchemaMismatchError
+from rowops.exec.nested import NESTED
 from rowops.exec.types import to_spark_schema, to_spark_type
 
 _WIDENING: dict[type[T.DataType], tuple[type[T.DataType], ...]] = {
@@ -52,13 +53,16 @@ def widens(source: T.DataType, target: T.DataType) -> bool:
 
 
 def can_store_assign(source: T.DataType, target: T.DataType) -> bool:
-    """Spark's ANSI store-assignment rule for rowops' primitive types (``Cast.canANSIStoreAssign``).
+    """Spark's ANSI store-assignment rule for rowops' types (``Cast.canANSIStoreAssign``); structs
+    field by field by name, arrays by element, maps by key and value (:func:`nested_problems`).
 
     >>> can_store_assign(T.StringType(), T.LongType()), can_store_assign(T.LongType(), T.StringType())
     (False, True)
     >>> can_store_assign(T.DecimalType(8, 2), T.DecimalType(7, 2))  # overflow is checked at run time
     True
     """
+    if isinstance(target, NESTED) or isinstance(source, NESTED):
+        return not any(nested_problems("", source, target, True).values())
     if source == target or isinstance(source, T.NullType):
         return True
     if isinstance(source, T.NumericType) and isinstance(target, T.NumericType):
@@ -66,6 +70,52 @@ def can_store_assign(source: T.DataType, target: T.DataType) -> bool:
     if isinstance(target, T.StringType):
         return isinstance(source, _ATOMIC)
     return isinstance(source, _DATETIME) and isinstance(target, _DATETIME)
+
+
+def nested_problems(
+    path: str, source: T.DataType, target: T.DataType, case_sensitive: bool
+) -> dict[str, list[str]]:
+    """Missing, extra and incompatible nested fields of ``source`` stored as ``target``, named by
+    their path (``s.c1``, ``a.element.x``, ``m.value``).
+
+    >>> src = T.StructType([T.StructField("c1", T.StringType()), T.StructField("x", T.IntegerType())])
+    >>> dst = T.StructType([T.StructField("c1", T.IntegerType()), T.StructField("c2", T.IntegerType())])
+    >>> nested_problems("s", src, dst, True)
+    {'missing': ['s.c2'], 'extra': ['s.x'], 'incompatible': ['s.c1 (string -> int)']}
+    """
+    out: dict[str, list[str]] = {"missing": [], "extra": [], "incompatible": []}
+    name = path or "value"
+
+    def add(sub: dict[str, list[str]]) -> None:
+        for kind, items in sub.items():
+            out[kind].extend(items)
+
+    if isinstance(source, T.NullType):
+        return out
+    if isinstance(source, T.StructType) and isinstance(target, T.StructType):
+
+        def key(n: str) -> str:
+            return n if case_sensitive else n.lower()
+
+        given = {key(f.name): f for f in source.fields}
+        known = {key(f.name) for f in target.fields}
+        out["missing"] = [f"{name}.{f.name}" for f in target.fields if key(f.name) not in given]
+        out["extra"] = [f"{name}.{f.name}" for f in source.fields if key(f.name) not in known]
+        for f in target.fields:
+            if key(f.name) in given:
+                add(
+                    nested_problems(
+                        f"{name}.{f.name}", given[key(f.name)].dataType, f.dataType, case_sensitive
+                    )
+                )
+    elif isinstance(source, T.ArrayType) and isinstance(target, T.ArrayType):
+        add(nested_problems(f"{name}.element", source.elementType, target.elementType, case_sensitive))
+    elif isinstance(source, T.MapType) and isinstance(target, T.MapType):
+        add(nested_problems(f"{name}.key", source.keyType, target.keyType, case_sensitive))
+        add(nested_problems(f"{name}.value", source.valueType, target.valueType, case_sensitive))
+    elif isinstance(source, NESTED) or isinstance(target, NESTED) or not can_store_assign(source, target):
+        out["incompatible"].append(_incompatible(name, source, target))
+    return out
 
 
 def _incompatible(name: str, source: T.DataType, target: T.DataType) -> str:
@@ -92,15 +142,21 @@ def check_source(
         return name if case_sensitive else name.lower()
 
     fields = {key(f.name): f.dataType for f in source.fields}
-    table_names = {key(n) for n in schema.column_names}
-    missing = [n for n in schema.column_names if key(n) not in fields]
+    columns = [f.name for f in schema.fields]
+    table_names = {key(n) for n in columns}
+    missing = [n for n in columns if key(n) not in fields]
     extra = [f.name for f in source.fields if key(f.name) not in table_names]
-    incompatible = []
+    incompatible: list[str] = []
+    nested_found = False
     for column in schema.fields:
         target_type = to_spark_type(column.field_type)
         given = fields.get(key(column.name))
-        if given is not None and not can_store_assign(given, target_type):
-            incompatible.append(_incompatible(column.name, given, target_type))
+        if given is not None:
+            problems = nested_problems(column.name, given, target_type, case_sensitive)
+            nested_found |= isinstance(target_type, NESTED) and any(problems.values())
+            missing += problems["missing"]
+            extra += problems["extra"]
+            incompatible += problems["incompatible"]
     parts = []
     if missing:
         parts.append(f"missing columns {missing}")
@@ -110,8 +166,11 @@ def check_source(
         parts.append(f"incompatible types {incompatible}")
     if parts:
         helps = ["Select, rename or cast the source columns so that they match the table schema"]
-        if extra:
-            helps.append(f"drop the extra columns (e.g. df.drop({', '.join(map(repr, extra))}))")
+        top_extra = [e for e in extra if e in {f.name for f in source.fields}]
+        if top_extra:
+            helps.append(f"drop the extra columns (e.g. df.drop({', '.join(map(repr, top_extra))}))")
+        if nested_found:
+            helps.append("rebuild struct columns with the table's fields (F.struct(...), Column.withField)")
         raise SchemaMismatchError(
             f"The {what} does not match the table schema: {'; '.join(parts)}",
             missing=missing,

@@ -29,11 +29,13 @@ from rowops import faults
 from rowops.errors import WriteVerificationError, is_cleanable
 from rowops.exec.deletion_vectors import write_deletion_vectors, writes_deletion_vectors
 from rowops.exec.listing import DRIVER_LISTING
+from rowops.exec.nested import NESTED, conform
+from rowops.exec.nested_ids import add_element_ids, needs_element_ids
 from rowops.exec.scan import FILE_COL, POS_COL, file_uris
 from rowops.exec.session import session_conf
 from rowops.exec.stats import UNKNOWN_SIZE, plan_bytes
 from rowops.exec.transforms import hidden_names, parse_partition_dirs, partition_value
-from rowops.exec.types import FIELD_ID_KEY, to_spark_type
+from rowops.exec.types import FIELD_ID_KEY, to_spark_type, writable
 from rowops.exec.validation import widens
 from rowops.meta.fileio import read_footer, remove_tree
 from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, WrittenFile
@@ -166,6 +168,8 @@ def _stored(name: str, source: T.DataType | None, target: T.DataType) -> Column:
     (numeric overflow, NaN into a decimal) raises instead of becoming NULL, whatever the session's
     ``spark.sql.ansi.enabled`` (``try_cast`` gives NULL for exactly those values)."""
     col = F.col(f"`{name}`")
+    if isinstance(target, NESTED):  # struct fields matched by name; nested NULLs are not checked
+        return conform(col, source, target).cast(writable(target))
     if source is None or widens(source, target):
         return col.cast(target)
     quoted = name.replace("`", "``")
@@ -219,7 +223,9 @@ def stored_columns(df: DataFrame, schema: Schema) -> list[Column]:
 def _row_hint(schema: Schema) -> Column:
     """``k=5, g=2``: the row's key (identifier columns; without a key, its first three columns), for
     the error that names a NULL written to a required column."""
-    names = [schema.find_column_name(i) or "" for i in schema.identifier_field_ids] or schema.column_names[:3]
+    names = [schema.find_column_name(i) or "" for i in schema.identifier_field_ids] or [
+        f.name for f in schema.fields[:3]
+    ]
     return F.concat_ws(
         ", ",
         *[
@@ -294,10 +300,13 @@ def write_rows(
             writer = writer.option("maxRecordsPerFile", max_rows)
         return writer.partitionBy(*hidden) if hidden else writer
 
-    return [
+    written = [
         WrittenFile(path, parse_partition_dirs(rel, spec, metadata.schema()) if hidden else ())
         for path, rel in save(writer_df, observation, configure, directory)
     ]
+    if needs_element_ids(schema):  # Spark writes no ids for list elements, map keys and values
+        return add_element_ids(df.sparkSession, schema, metadata.properties, directory.io, written)
+    return written
 
 
 def write_data(

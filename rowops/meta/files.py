@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import (
-    compute_statistics_plan,
     data_file_statistics_from_parquet_metadata,
     parquet_path_to_id_mapping,
 )
@@ -27,6 +26,7 @@ from rowops.errors import SnapshotExpiredError
 from rowops.meta.evolution import promoted_ids, stored_types
 from rowops.meta.fileio import read_footer
 from rowops.meta.manifests import PartitionFilter, read_live
+from rowops.meta.metrics import statistics_plan
 from rowops.meta.paths import normalize_path, to_uri
 from rowops.meta.v3 import is_deletion_vector, read_manifest_list, referenced_data_file
 
@@ -269,7 +269,7 @@ def _data_file(
     footer, size = read_footer(io, path)
     stats = data_file_statistics_from_parquet_metadata(
         parquet_metadata=footer,
-        stats_columns=compute_statistics_plan(schema, properties),
+        stats_columns=statistics_plan(schema, properties),
         parquet_column_mapping=parquet_path_to_id_mapping(schema),
     )
     built = DataFile.from_args(

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata, new_table_metadata
+from pyiceberg.table.name_mapping import create_mapping_from_schema
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, NullOrder, SortDirection, SortField, SortOrder
 from pyiceberg.transforms import (
     BucketTransform,
@@ -40,6 +41,7 @@ from rowops.spec.partitioning import PartitionFieldSpec
 from rowops.spec.sorting import SortFieldSpec
 
 FIRST_PARTITION_FIELD_ID = 1000
+NAME_MAPPING = "schema.name-mapping.default"
 FORMAT_VERSIONS = (2, 3)
 DEFAULT_PROPERTIES = {
     "write.parquet.compression-codec": "zstd",
@@ -96,6 +98,11 @@ def build_partition_spec(schema: Schema, fields: Sequence[PartitionFieldSpec]) -
                 f"Invalid partition field {field.transform}({field.source}): no column {field.source!r} "
                 f"in the schema ({', '.join(schema.column_names)})"
             ) from None
+        if field.source not in [f.name for f in schema.fields] or not source.field_type.is_primitive:
+            raise InvalidPartitionSpecError(
+                f"Invalid partition field {field.transform}({field.source}): rowops partitions by "
+                "primitive top-level columns only (not structs, lists, maps or their fields)"
+            )
         allowed = _SOURCE_TYPES.get(field.transform)
         if allowed is not None and not isinstance(source.field_type, allowed):
             raise InvalidPartitionSpecError(
@@ -120,13 +127,15 @@ def build_partition_spec(schema: Schema, fields: Sequence[PartitionFieldSpec]) -
 def with_identifier(schema: Schema, identifier: Sequence[str]) -> Schema:
     """Return the schema with identifier fields set; identifier columns become required."""
     ids = []
+    top_level = {f.name: f for f in schema.fields}
     for name in identifier:
-        try:
-            ids.append(schema.find_field(name, case_sensitive=True).field_id)
-        except ValueError:
+        if name not in top_level:
             raise NoSuchColumnError(
-                f"Identifier column {name!r} is not in the schema ({', '.join(schema.column_names)})"
-            ) from None
+                f"Identifier column {name!r} is not in the schema ({', '.join(schema.column_names)})",
+                help="Key columns are top-level columns of the table; a nested field cannot be a key.",
+            )
+        check_key_type(name, top_level[name].field_type, "Identifier")
+        ids.append(top_level[name].field_id)
     fields = []
     for f in schema.fields:
         if f.field_id in ids:
@@ -135,6 +144,16 @@ def with_identifier(schema: Schema, identifier: Sequence[str]) -> Schema:
             f = NestedField(f.field_id, f.name, f.field_type, required=True, doc=f.doc)
         fields.append(f)
     return Schema(*fields, schema_id=schema.schema_id, identifier_field_ids=ids)
+
+
+def check_key_type(name: str, field_type: IcebergType, what: str = "Key") -> None:
+    """Raise :class:`InvalidInputError` when a key column is a struct, list or map (Iceberg's
+    identifier fields, equality deletes and rowops' key ranges need primitive values)."""
+    if not field_type.is_primitive:
+        raise InvalidInputError(
+            f"{what} column {name!r} has the nested type {field_type}; key columns must be primitive",
+            help="Use primitive top-level columns as keys (e.g. copy the nested field into its own column).",
+        )
 
 
 def build_sort_order(schema: Schema, fields: Sequence[SortFieldSpec]) -> SortOrder:
@@ -149,6 +168,10 @@ def build_sort_order(schema: Schema, fields: Sequence[SortFieldSpec]) -> SortOrd
             raise NoSuchColumnError(
                 f"Sort column {f.column!r} is not in the schema ({', '.join(schema.column_names)})"
             ) from None
+        if f.column not in [c.name for c in schema.fields] or not source.field_type.is_primitive:
+            raise InvalidInputError(
+                f"Sort column {f.column!r}: rowops sorts by primitive top-level columns only"
+            )
         sort_fields.append(
             SortField(
                 source_id=source.field_id,
@@ -180,6 +203,9 @@ def new_metadata(
     order = build_sort_order(schema, sort_fields)
     props = {**DEFAULT_PROPERTIES, **(properties or {}), "format-version": str(format_version)}
     metadata = new_table_metadata(schema, spec, order, location, props)
+    if any(not f.field_type.is_primitive for f in metadata.schema().fields):
+        mapping = create_mapping_from_schema(metadata.schema()).model_dump_json()
+        metadata = metadata.model_copy(update={"properties": {**metadata.properties, NAME_MAPPING: mapping}})
     if format_version >= 3:  # v3 requires next-row-id; pyiceberg leaves it unset
         metadata = metadata.model_copy(update={"next_row_id": 0})
     return metadata

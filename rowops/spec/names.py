@@ -5,6 +5,8 @@ the session. Names that resolve to nothing are left as given (the caller reports
 
 >>> resolve("ID", ["id", "a"], case_sensitive=False), resolve("ID", ["id"], case_sensitive=True)
 ('id', 'ID')
+>>> resolve_target("S.c1", ["k", "s"], case_sensitive=False)  # a nested field: its column resolved
+'s.c1'
 >>> spec = MergeSpec("", (MergeClause("matched", "update", None, (("B", "s.b"),)),), ("Id",))
 >>> resolved = resolve_spec(spec, ["id", "a", "b"], case_sensitive=False)
 >>> resolved.on, resolved.on_columns, resolved.clauses[0].assignments
@@ -28,16 +30,32 @@ def resolve(name: str, known: Sequence[str], case_sensitive: bool) -> str:
     return matches[0] if len(matches) == 1 else name
 
 
+def resolve_target(name: str, known: Sequence[str], case_sensitive: bool) -> str:
+    """An assignment target: a column, or ``column.field[.field...]`` (a field of a struct column),
+    whose column is resolved as :func:`resolve` does (field names are checked against the schema later)."""
+    resolved = resolve(name, known, case_sensitive)
+    if resolved in known or "." not in name:
+        return resolved
+    head, rest = name.split(".", 1)
+    return f"{resolve(head, known, case_sensitive)}.{rest}"
+
+
 def _assignments(
     pairs: tuple[tuple[str, str], ...] | None, known: Sequence[str], case_sensitive: bool, context: str
 ) -> tuple[tuple[str, str], ...] | None:
     if pairs is None:
         return None
-    resolved = tuple((resolve(c, known, case_sensitive), e) for c, e in pairs)
+    resolved = tuple((resolve_target(c, known, case_sensitive), e) for c, e in pairs)
     names = [c for c, _ in resolved]
     repeated = sorted({c for c in names if names.count(c) > 1})
     if repeated:
         raise InvalidInputError(f"Column(s) {repeated} assigned more than once in {context}")
+    overlapping = sorted({f"{a} and {b}" for a in names for b in names if b.startswith(a + ".") and a != b})
+    if overlapping:
+        raise InvalidInputError(
+            f"Overlapping assignments {overlapping} in {context}",
+            help="Assign either a whole struct column or fields inside it, not both.",
+        )
     return resolved
 
 

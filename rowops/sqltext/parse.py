@@ -167,13 +167,17 @@ def _requalify(node: exp.Expr, aliases: dict[str, str | None], where: str) -> st
     _no_subquery(node, where)
     node = node.copy()
     for column in list(node.find_all(exp.Column)):
-        qualifier = _qualifier(column)
-        if qualifier is None or qualifier not in aliases:
+        qualifiers = column.parts[:-1]
+        names = [p.name.lower() for p in qualifiers]
+        # the longest leading qualifier naming a table; the rest are struct fields (t.s.c1)
+        cut = next((i for i in range(len(names), 0, -1) if ".".join(names[:i]) in aliases), 0)
+        if not cut:
             continue
-        new = aliases[qualifier]
-        column.set("catalog", None)
-        column.set("db", None)
-        column.set("table", exp.to_identifier(new) if new else None)
+        new = aliases[".".join(names[:cut])]
+        kept: list[exp.Expr] = [exp.to_identifier(new)] if new else []
+        kept += [q.copy() for q in qualifiers[cut:]]
+        for arg, part in zip(("table", "db", "catalog"), [*reversed(kept), None, None, None], strict=False):
+            column.set(arg, part)
     return node.sql(dialect=DIALECT)
 
 
@@ -189,16 +193,15 @@ def _value(node: exp.Expr, aliases: dict[str, str | None], where: str) -> str:
 
 
 def _assigned(column: exp.Expr, target: set[str], where: str) -> str:
-    """The column an assignment sets: ``c`` or ``<target alias>.c``."""
-    if not isinstance(column, exp.Column):
+    """The column an assignment sets: ``c``, ``<target alias>.c``, or a field of a struct column
+    (``s.c1``, ``<target alias>.s.c1``) as the dotted path ``s.c1``."""
+    if not isinstance(column, exp.Column | exp.Dot):
         raise UnsupportedSqlError(f"Cannot assign to {column.sql(dialect=DIALECT)} in {where}")
-    qualifier = _qualifier(column)
-    if qualifier is not None and qualifier not in target:
-        raise UnsupportedSqlError(
-            f"Cannot assign to {column.sql(dialect=DIALECT)} in {where}: only top-level columns of the "
-            "target can be set (nested fields are not supported)"
-        )
-    return column.name
+    names = [p.name for p in column.parts]
+    for cut in range(len(names) - 1, 0, -1):  # the longest qualifier naming the target
+        if ".".join(names[:cut]).lower() in target:
+            return ".".join(names[cut:])
+    return ".".join(names)
 
 
 def _assignments(

@@ -332,6 +332,7 @@ def _serve(reply_fd: int, jars: list[str], driver_memory: str) -> None:
             df = reader.load(request["metadata_location"])
             batches = df._collect_as_arrow()
             table = pa.Table.from_batches(batches) if batches else _empty_table(df.schema)
+            table = table.cast(_nullable_schema(table.schema))  # a NULL struct's required field holds NULLs
             pq.write_table(table, request["out"])
             required = [f.name for f in df.schema.fields if not f.nullable]
             answer: dict[str, Any] = {"ok": True, "rows": table.num_rows, "required": required}
@@ -342,6 +343,26 @@ def _serve(reply_fd: int, jars: list[str], driver_memory: str) -> None:
     with contextlib.suppress(BrokenPipeError):  # the client may be gone already (stdin EOF)
         reply.write(json.dumps({"ok": True, "bye": True}) + "\n")
         reply.close()
+
+
+def _nullable(t: pa.DataType) -> pa.DataType:
+    if isinstance(t, pa.StructType):
+        return pa.struct([_nullable_field(t.field(i)) for i in range(t.num_fields)])
+    if isinstance(t, pa.MapType):
+        return pa.map_(t.key_field, _nullable_field(t.item_field))
+    if isinstance(t, pa.ListType):
+        return pa.list_(_nullable_field(t.value_field))
+    return t
+
+
+def _nullable_field(f: pa.Field) -> pa.Field:
+    return pa.field(f.name, _nullable(f.type), True)
+
+
+def _nullable_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with nested fields nullable: Arrow rejects a non-nullable child with NULLs, which a
+    NULL struct's required field holds (the required columns are reported apart, ``required``)."""
+    return pa.schema([pa.field(f.name, _nullable(f.type), f.nullable) for f in schema])
 
 
 def _empty_table(schema: Any) -> pa.Table:

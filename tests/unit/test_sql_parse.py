@@ -141,11 +141,6 @@ def test_a_query_is_left_to_the_query_path() -> None:
             UnsupportedSqlError,
             "ON condition",
         ),
-        (
-            "MERGE INTO db.t t USING db.u s ON t.k = s.k WHEN MATCHED THEN UPDATE SET t.st.f = 1",
-            UnsupportedSqlError,
-            "nested",
-        ),
         ("UPDATE db.t SET n = DEFAULT", UnsupportedSqlError, "DEFAULT"),
         (
             "MERGE INTO db.t t USING db.u s ON t.k = s.k WHEN NOT MATCHED THEN INSERT (k, n) VALUES (s.k)",
@@ -170,6 +165,23 @@ def test_unsupported_text_names_the_statement_or_clause(
     with pytest.raises(error) as caught:
         parse_statement(text)
     assert needle in str(caught.value) and "\nHelp: " in str(caught.value)
+
+
+def test_nested_field_assignments_become_dotted_paths() -> None:
+    update = parse_statement("UPDATE db.t SET s.c1 = 5, t.s.c2 = c2 + 1, db.t.n = 0 WHERE k = 1")
+    assert isinstance(update, Dml) and isinstance(update.spec, UpdateSpec)
+    assert update.spec.assignments == (("s.c1", "5"), ("s.c2", "c2 + 1"), ("n", "0"))
+    merge = parse_statement(
+        "MERGE INTO db.t t USING db.u s ON t.k = s.k WHEN MATCHED THEN UPDATE SET t.st.f = s.f, st.g.h = 1"
+    )
+    assert isinstance(merge, Dml) and isinstance(merge.spec, MergeSpec)
+    assert merge.spec.clauses[0].assignments == (("st.f", "s.f"), ("st.g.h", "1"))
+    aliased = parse_statement(
+        "MERGE INTO db.t AS tgt USING db.u AS src ON tgt.k = src.k "
+        "WHEN MATCHED THEN UPDATE SET tgt.st.f = tgt.st.f + src.x"
+    )
+    assert isinstance(aliased, Dml) and isinstance(aliased.spec, MergeSpec)
+    assert aliased.spec.clauses[0].assignments == (("st.f", "t.st.f + s.x"),)
 
 
 def test_lake_tables_become_placeholders_with_time_travel() -> None:

@@ -61,3 +61,21 @@ def test_null_is_assignable_everywhere() -> None:
 def test_casts_without_run_time_check(source: T.DataType, target: T.DataType, exact: bool) -> None:
     """Only exact widenings skip the run-time overflow check."""
     assert widens(source, target) == exact
+
+
+def test_nested_types_are_assigned_field_by_field_by_name() -> None:
+    def struct(**fields: T.DataType) -> T.StructType:
+        return T.StructType([T.StructField(n, t) for n, t in fields.items()])
+
+    assert can_store_assign(
+        struct(a=T.IntegerType(), b=T.StringType()), struct(b=T.StringType(), a=T.LongType())
+    )
+    assert not can_store_assign(struct(a=T.StringType()), struct(a=T.IntegerType()))
+    assert not can_store_assign(struct(a=T.IntegerType()), struct(a=T.IntegerType(), b=T.IntegerType()))
+    assert can_store_assign(T.ArrayType(T.IntegerType()), T.ArrayType(T.StringType()))
+    assert not can_store_assign(
+        T.MapType(T.StringType(), T.IntegerType()), T.MapType(T.StringType(), T.BinaryType())
+    )
+    assert not can_store_assign(struct(a=T.IntegerType()), T.IntegerType())
+    assert not can_store_assign(T.ArrayType(T.IntegerType()), T.MapType(T.IntegerType(), T.IntegerType()))
+    assert can_store_assign(T.NullType(), struct(a=T.IntegerType()))
