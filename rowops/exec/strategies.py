@@ -332,7 +332,7 @@ def _new_rows_elsewhere(
         return changes.new_rows, new_count
     uris = file_uris(ctx.spark, [f for f in ctx.files.data if f.path in absorbed])
     names = ctx.spark.createDataFrame([(u,) for u in uris.values()], f"{FILE_COL} string")
-    columns = [f"`{c}`" for c in ctx.metadata.schema().column_names]
+    columns = [f"`{f.name}`" for f in ctx.metadata.schema().fields]
     rest = changes.new_rows_at.join(F.broadcast(names), FILE_COL, "left_anti").select(*columns)
     if new_count is not None and "delete" not in changes.kinds.values():
         new_count -= sum(counts.get(p, 0) for p in absorbed)
