@@ -35,7 +35,7 @@ from rowops.exec.scan import POS_COL, file_uris, read_data_files, scan
 from rowops.exec.session import operation_conf
 from rowops.exec.slicing import join_slices
 from rowops.exec.source import evaluate_once, release
-from rowops.exec.stats import broadcast_cap, measured_bytes, physical_plan
+from rowops.exec.stats import broadcast_cap, is_small, measured_bytes, physical_plan
 from rowops.exec.strategies import WriteContext, Written
 from rowops.exec.summary import summarize
 from rowops.exec.validation import check_source
@@ -137,9 +137,10 @@ def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: 
     isolation_level(loaded.metadata.properties)  # unknown values fail before any work
     row_level_conflicts(loaded.metadata.properties)
     spec = checked_spec(spec, source, loaded.metadata, table.lake.spark)
+    small = source is not None and is_small(source)  # Spark's estimate: pre-scanned in one task
     source = evaluate_once(source) if source is not None else None
     try:
-        return _plan(table, spec, source, strategy, loaded)
+        return _plan(table, spec, source, strategy, loaded, small)
     except BaseException:
         release(source)
         raise
@@ -152,9 +153,18 @@ def _runtime_filter(loaded: LoadedTable) -> bool:
 
 
 def _plan(
-    table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str, loaded: LoadedTable
+    table: Table,
+    spec: OperationSpec,
+    source: DataFrame | None,
+    strategy: str,
+    loaded: LoadedTable,
+    small: bool = False,
 ) -> Planned:
-    """Pre-scan the source keys, prune target files, choose the encoding and the join."""
+    """Pre-scan the source keys, prune target files, choose the encoding and the join.
+
+    A forced equality-delete write skips the pre-scan, unless the source is ``small``: then its one
+    single-task job also checks the keys (``keys_unique``) and counts the rows written.
+    """
     files = live_files(loaded.metadata, table.lake.catalog.io)
     facts = table_facts(loaded, files)
     read_weight = float(_property(loaded, "rowops.read-weight", "1"))
@@ -165,12 +175,11 @@ def _plan(
         sensitive = case_sensitive(table.lake.spark)
         candidates, all_rows = predicate_candidates(spec.where, files.data, loaded.metadata, sensitive)
         whole = whole_file_delete(files, candidates, all_rows) if isinstance(spec, DeleteSpec) else None
-    if source is not None and keys and strategy != EQUALITY_DELETE:
+    if source is not None and keys and (strategy != EQUALITY_DELETE or small):
         with spark_errors(describe(spec)):
             partitions = sorted({f.partition for f in files.data}, key=repr)
-            keyed = scan_source_keys(
-                source, keys, loaded.metadata, partitions, check_unique=strategy == "auto"
-            )
+            check = strategy in ("auto", EQUALITY_DELETE)  # keys_unique: no separate key check
+            keyed = scan_source_keys(source, keys, loaded.metadata, partitions, check, small, measure=small)
         assert isinstance(spec, MergeSpec)
         if not spec.of("not_matched_by_source") and _runtime_filter(loaded):
             kept = {
@@ -230,7 +239,7 @@ def _join_layout(
         return JoinLayout("shuffle", COLOCATION_DISABLED)
     limit = int(_property(loaded, "rowops.colocated-join.max-bytes", str(DEFAULT_COLOCATED_MAX_BYTES)))
     limit = min(limit, broadcast_cap(source.sparkSession))  # measured bytes, hard cap: exec/stats.py
-    size = measured_bytes(source, keyed.rows if keyed else None)
+    size = measured_bytes(source, keyed.rows if keyed else None, measured=keyed.bytes if keyed else None)
     by_partition = None
     if keyed and keyed.rows_by_partition is not None and loaded.metadata.spec().fields:
         by_partition = {p: int(n * size.per_row) for p, n in keyed.rows_by_partition.items()}
@@ -298,7 +307,8 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
         upsert = spec.key_upsert_or_delete == "upsert"
         if not (planned.source_keys and planned.source_keys.keys_unique):  # unknown, or an error to explain
             strategies.check_keys(source, spec.on_columns, duplicates_allowed=not upsert)
-        return strategies.equality_delete(ctx, source, spec.on_columns, upsert), {}
+        rows = planned.source_keys.rows if planned.source_keys else None
+        return strategies.equality_delete(ctx, source, spec.on_columns, upsert, rows), {}
     columns = [f.name for f in planned.loaded.metadata.schema().fields]
     changes = row_changes(planned, ctx.spark, columns)
     try:

@@ -51,7 +51,7 @@ from rowops.errors import WriteVerificationError
 from rowops.exec.compat import default_parallelism
 from rowops.exec.scan import FILE_COL, POS_COL, file_uris
 from rowops.exec.types import to_spark_type
-from rowops.exec.write import footer_rows, stored_columns
+from rowops.exec.write import read_footers, stored_columns
 from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.fileio import filesystem, make_io
 from rowops.meta.files import LiveFile, WrittenFile
@@ -147,22 +147,26 @@ def _verified(
     targets: Sequence[LiveFile], results: Mapping[int, tuple[str | None, int]], io: FileIO
 ) -> list[WrittenFile]:
     """The written files, after checking every target was rewritten and the driver reads, in the
-    footers of the new files, every row the tasks wrote (as ``write.save`` checks Spark's writes)."""
+    footers of the new files, every row the tasks wrote (as ``write.save`` checks Spark's writes);
+    the footers travel with the files to their manifest entries (read once)."""
     missing = [f.path for i, f in enumerate(targets) if i not in results]
     if missing:
         raise WriteVerificationError(f"Spark returned no rewrite of {len(missing)} files, e.g. {missing[:3]}")
     written = {i: path for i, (path, _) in results.items() if path is not None}
     rows = sum(n for _, n in results.values())
     try:
-        on_disk = footer_rows(io, list(written.values()))
+        footers = read_footers(io, list(written.values()))
+        on_disk = sum(int(footer.num_rows) for footer, _ in footers.values())
     except OSError:  # FileNotFoundError: written on an executor's own disk
-        on_disk = -1
+        footers, on_disk = {}, -1
     if on_disk != rows:
         raise WriteVerificationError(
             f"The rewrite tasks wrote {rows} rows into {len(written)} files, but the driver reads "
             f"{max(on_disk, 0)} there: executors wrote where the driver cannot read"
         )
-    return [WrittenFile(path, targets[i].partition) for i, path in sorted(written.items())]
+    return [
+        WrittenFile(path, targets[i].partition, footer=footers[path]) for i, path in sorted(written.items())
+    ]
 
 
 def _rewrite_task(

@@ -23,6 +23,7 @@ from pyspark.sql import types as T
 
 from rowops.errors import InvalidExpressionError
 from rowops.exec.types import to_spark_schema
+from rowops.exec.validation import empty_frame
 from rowops.spec.operations import DeleteSpec, MergeClause, MergeSpec, OperationSpec, UpdateSpec
 
 _PROBE = "_rowops_probe"
@@ -63,7 +64,7 @@ def check_value(frame: DataFrame, value: str, context: str) -> None:
 
 
 def _empty(spark: SparkSession, schema: T.StructType, alias: str | None) -> DataFrame:
-    df = spark.createDataFrame([], schema)
+    df = empty_frame(spark, schema)
     return df.alias(alias) if alias else df
 
 

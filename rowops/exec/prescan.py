@@ -18,6 +18,7 @@ from pyiceberg.types import IcebergType, PrimitiveType
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
+from rowops.exec.stats import arrow_row_bytes
 from rowops.exec.transforms import epoch_value, parse_value, partition_value
 from rowops.meta.files import LiveFile
 from rowops.plan.pruning import Bounds, FileKeys, KeyRanges
@@ -30,7 +31,8 @@ class SourceKeys:
     ``rows_by_partition`` counts source rows per target partition and ``texts`` holds each such
     partition's values as :func:`partition_value` computes them; both are None when the partition
     is not a function of the keys. ``keys_unique``: no source key is NULL or repeated (None when
-    not checked), what an equality-delete write requires.
+    not checked), what an equality-delete write requires. ``bytes``: the Arrow bytes of all source rows
+    (:func:`rowops.exec.stats.arrow_row_bytes`), when measured.
     """
 
     rows: int
@@ -38,6 +40,7 @@ class SourceKeys:
     rows_by_partition: Mapping[tuple[object, ...], int] | None = None
     texts: Mapping[tuple[object, ...], tuple[str | None, ...]] | None = None
     keys_unique: bool | None = None
+    bytes: int | None = None
 
 
 def scan_source_keys(
@@ -46,11 +49,17 @@ def scan_source_keys(
     metadata: TableMetadata,
     target_partitions: Sequence[tuple[object, ...]],
     check_unique: bool = False,
+    single_task: bool = False,
+    measure: bool = False,
 ) -> SourceKeys:
     """Ranges of the source keys per target partition (partition derived from the keys when possible).
 
     Args:
         check_unique: also count NULL and distinct keys, in the same job (for ``keys_unique``).
+        single_task: aggregate in one task (a small source): one job, where grouping by partition
+            (and counting distinct keys) would shuffle, i.e. run a job per stage.
+        measure: also sum the Arrow bytes of the source rows (``bytes``), so sizing the source for a
+            broadcast needs no job of its own (all rows measured: meant for small sources).
     """
     schema, spec = metadata.schema(), metadata.spec()
     key_types = [schema.find_field(k).field_type for k in keys]
@@ -68,16 +77,21 @@ def scan_source_keys(
             F.count(F.when(any_null, F.lit(1))).alias("_nulls"),
             F.countDistinct(*[F.col(f"`{k}`") for k in keys]).alias("_distinct"),
         ]
-    grouped = source.select(*[F.col(f"`{k}`") for k in keys], *part_cols)
+    rows_in = source.coalesce(1) if single_task else source  # one partition: no exchange is planned
+    size = arrow_row_bytes(source.schema) if measure else None
+    extra = [F.expr(size).alias("_size")] if size else []
+    aggs += [F.sum("_size").alias("_bytes")] if size else []
+    grouped = rows_in.select(*[F.col(f"`{k}`") for k in keys], *part_cols, *extra)
     result = (grouped.groupBy(*[f"_p{i}" for i in range(len(part_cols))]) if part_cols else grouped).agg(
         *aggs
     )
     by_partition: dict[tuple[object, ...], dict[str, Bounds]] = {}
     counts: dict[tuple[object, ...], int] = {}
     texts: dict[tuple[object, ...], tuple[str | None, ...]] = {}
-    rows = nulls = distinct = 0
+    rows = nulls = distinct = measured = 0
     for row in result.collect():
         rows += int(row["_rows"])
+        measured += int(row["_bytes"] or 0) if size else 0
         if check_unique:  # the partition is a function of the key: distinct counts add up
             nulls, distinct = nulls + int(row["_nulls"]), distinct + int(row["_distinct"])
         bounds: dict[str, Bounds] = {
@@ -91,9 +105,10 @@ def scan_source_keys(
         else:
             by_partition = {p: bounds for p in target_partitions}
     unique = (nulls == 0 and distinct == rows) if check_unique else None
+    total = measured if size else None
     if not derivable:
-        return SourceKeys(rows, KeyRanges(by_partition), keys_unique=unique)
-    return SourceKeys(rows, KeyRanges(by_partition, spec.spec_id), counts, texts, unique)
+        return SourceKeys(rows, KeyRanges(by_partition), keys_unique=unique, bytes=total)
+    return SourceKeys(rows, KeyRanges(by_partition, spec.spec_id), counts, texts, unique, total)
 
 
 def _partition(row: Row, spec: PartitionSpec, schema: Schema) -> tuple[object, ...]:

@@ -7,6 +7,11 @@ varies) would be pruned with one version of its rows and joined with another. So
 evaluated once, into a *local checkpoint*: Spark stores the rows (memory, spilling to disk) and cuts
 the lineage, so every later read sees the same rows, and a lost block fails the job instead of being
 recomputed with different rows (a plain ``persist`` would silently recompute it).
+
+The checkpoint is lazy: the operation's first job over the source (usually the key pre-scan) computes
+and stores its rows as it reads them, instead of a job of its own that only stores them. Spark stores
+every partition that job computed and, right after it, any partition it did not (``take``-like jobs);
+every later job reads the stored rows.
 """
 
 from __future__ import annotations
@@ -17,11 +22,12 @@ from rowops.exec.compat import release_checkpoint
 
 
 def evaluate_once(source: DataFrame) -> DataFrame:
-    """The rows of ``source``, computed now, stored by Spark and detached from their lineage.
+    """The rows of ``source``, stored by Spark as its first job over them computes them, detached
+    from their lineage.
 
     Release them with :func:`release` when the operation ends (also on error).
     """
-    return source.localCheckpoint(eager=True)
+    return source.localCheckpoint(eager=False)
 
 
 def release(evaluated: DataFrame | None) -> None:

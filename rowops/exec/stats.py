@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from rowops.exec.compat import explain_text
@@ -80,6 +79,22 @@ def parse_plan_bytes(text: str) -> int:
     return UNKNOWN_SIZE if size >= 1 << 62 else size  # Spark's unknown: Long.MaxValue (8.0 EiB)
 
 
+SMALL_SOURCE_CONF = (
+    "rowops.small-source.max-bytes"  # Spark conf: a source this small is pre-scanned in one task
+)
+SMALL_SOURCE_BYTES = 1 << 20
+
+
+def is_small(df: DataFrame) -> bool:
+    """Whether Spark's estimate of ``df`` is at most :data:`SMALL_SOURCE_CONF` bytes (default 1 MiB;
+    planning only, no job).
+
+    An estimate, so only for choices that cost time when wrong, never results: a source estimated
+    small is pre-scanned in one task, without a shuffle (``exec/prescan.py``).
+    """
+    return plan_bytes(df) <= int_conf(df.sparkSession, SMALL_SOURCE_CONF, SMALL_SOURCE_BYTES)
+
+
 BROADCAST_CAP_CONF = "rowops.broadcast.max-bytes"  # Spark conf: the most bytes ever broadcast at once
 DEFAULT_BROADCAST_CAP = 1 << 30
 SAMPLE_ROWS = 10_000  # rows measured (at most) to size a source
@@ -130,18 +145,63 @@ def arrow_sizes(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 _SIZES = pa.schema([("rows", pa.int64()), ("bytes", pa.int64())])
 
 
-def measured_bytes(df: DataFrame, rows: int | None, sample_rows: int = SAMPLE_ROWS) -> MeasuredSize:
+def measured_bytes(
+    df: DataFrame, rows: int | None, sample_rows: int = SAMPLE_ROWS, measured: int | None = None
+) -> MeasuredSize:
     """In-memory size of ``df`` (``rows`` rows; counted when None) measured on a sample of about
     ``sample_rows`` rows: the Arrow size of their columns, in the tasks (only two numbers per task
-    reach the driver)."""
+    reach the driver).
+
+    Args:
+        measured: the Arrow bytes of all ``rows`` rows when the caller measured them already
+            (:func:`arrow_row_bytes`, in the pre-scan of a small source): no job runs.
+    """
+    if measured is not None and rows is not None:
+        return size_from_sample(rows, rows, measured, row_bytes(df.schema))
     total = df.count() if rows is None else rows
     fraction = min(1.0, sample_rows / max(total, 1))
-    sample = df if fraction >= 1.0 else df.sample(fraction=fraction, seed=12)
-    sizes = sample.mapInArrow(arrow_sizes, "rows long, bytes long").agg(
-        F.sum("rows").alias("rows"), F.sum("bytes").alias("bytes")
-    )
-    found = sizes.collect()[0]
-    return size_from_sample(total, int(found["rows"] or 0), int(found["bytes"] or 0), row_bytes(df.schema))
+    # Up to ``sample_rows`` rows are measured whole, in one task; the per-task rows are summed on the
+    # driver (an aggregate in Spark would add a shuffle stage: a second job).
+    sample = df.coalesce(1) if fraction >= 1.0 else df.sample(fraction=fraction, seed=12)
+    found = sample.mapInArrow(arrow_sizes, "rows long, bytes long").collect()
+    sampled, size = sum(int(r["rows"]) for r in found), sum(int(r["bytes"]) for r in found)
+    return size_from_sample(total, sampled, size, row_bytes(df.schema))
+
+
+_ARROW_WIDTHS: list[tuple[type[T.DataType], int]] = [
+    (T.BooleanType, 1),
+    (T.ByteType, 1),
+    (T.ShortType, 2),
+    (T.IntegerType, 4),
+    (T.DateType, 4),
+    (T.FloatType, 4),
+    (T.LongType, 8),
+    (T.DoubleType, 8),
+    (T.TimestampType, 8),
+    (T.TimestampNTZType, 8),
+    (T.DecimalType, 16),
+]
+
+
+def arrow_row_bytes(schema: T.StructType) -> str | None:
+    """A SQL expression of a row's bytes in Arrow batches, as :func:`arrow_sizes` measures them:
+    fixed widths, strings and binary by their length plus a 4-byte offset (validity bits left out).
+    None when a column has another type (nested types: measure a sample instead).
+
+    >>> arrow_row_bytes(T.StructType([T.StructField("k", T.LongType()), T.StructField("s", T.StringType())]))
+    '8 + (coalesce(octet_length(`s`), 0) + 4)'
+    """
+    terms = []
+    for f in schema.fields:
+        name = "`" + f.name.replace("`", "``") + "`"
+        if isinstance(f.dataType, (T.StringType, T.BinaryType)):
+            terms.append(f"(coalesce(octet_length({name}), 0) + 4)")
+            continue
+        width = next((w for cls, w in _ARROW_WIDTHS if isinstance(f.dataType, cls)), None)
+        if width is None:
+            return None
+        terms.append(str(width))
+    return " + ".join(terms) if terms else None
 
 
 def physical_plan(df: DataFrame) -> str:

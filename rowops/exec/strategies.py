@@ -24,6 +24,7 @@ from rowops.exec.scan import FILE_COL, POS_COL, file_uris, position_deletes, sca
 from rowops.exec.write import (
     DEFAULT_TARGET_FILE_SIZE,
     Staging,
+    one_task,
     write_data,
     write_equality_deletes,
     write_position_deletes,
@@ -226,14 +227,14 @@ def delete_positions(ctx: WriteContext, removed: DataFrame, counts: dict[str, in
     targets = [f for f in ctx.files.data if f.path in counts and f.path not in emptied]
     old = position_deletes(ctx.spark, list(previous.values()), targets)
     rows = removed.unionByName(old) if old is not None else removed
+    count = sum(
+        counts[f.path] + (previous[f.path].record_count if f.path in previous else 0) for f in targets
+    )
     deletes = []
     if targets:
-        deletes = [
-            w
-            for w, _ in write_position_deletes(
-                ctx.spark, rows, targets, ctx.metadata, ctx.stage.next_dir("deletes")
-            )
-        ]
+        directory = ctx.stage.next_dir("deletes")
+        written = write_position_deletes(ctx.spark, rows, targets, ctx.metadata, directory, rows=count)
+        deletes = [w for w, _ in written]
     return Written(
         position_deletes=deletes,
         removed_data=emptied,
@@ -242,14 +243,30 @@ def delete_positions(ctx: WriteContext, removed: DataFrame, counts: dict[str, in
     )
 
 
-def write_new_rows(ctx: WriteContext, new_rows: DataFrame, count: int | None) -> Written:
-    """Updated and inserted rows as new data files, clustered by partition, sized to the target."""
+def write_new_rows(ctx: WriteContext, new_rows: DataFrame, count: int | None, exact: bool = False) -> Written:
+    """Updated and inserted rows as new data files, clustered by partition, sized to the target.
+
+    Args:
+        count: the number of rows (None: unknown; few rows are written by one task).
+        exact: ``count`` is their exact count (from the operation's summary), so the write is
+            checked against it and skipped when it is 0.
+    """
+    if exact and count == 0:
+        return Written()
     files = None
     if count is not None and not ctx.metadata.spec().fields:
         files = max(1, math.ceil(count * ctx.bytes_per_row / ctx.target_file_size))
     max_rows = max(int(ctx.target_file_size / max(ctx.bytes_per_row, 1.0)), 1)
     return Written(
-        data=write_data(new_rows, ctx.metadata, ctx.stage.next_dir("data"), files=files, max_rows=max_rows)
+        data=write_data(
+            new_rows,
+            ctx.metadata,
+            ctx.stage.next_dir("data"),
+            files=files,
+            max_rows=max_rows,
+            rows=count if exact else None,
+            single_task=one_task(count),
+        )
     )
 
 
@@ -271,7 +288,8 @@ def position_delete(
 ) -> Written:
     """Position deletes for removed rows; the new rows as data files."""
     written = delete_positions(ctx, changes.removed, counts)
-    return written.merge(write_new_rows(ctx, changes.new_rows, new_count)).merge(Written(changed_rows=counts))
+    new_rows = write_new_rows(ctx, changes.new_rows, new_count, exact=True)
+    return written.merge(new_rows).merge(Written(changed_rows=counts))
 
 
 def hybrid(
@@ -309,11 +327,11 @@ def _write_new_rows_with(
         files = [f for f in ctx.files.data if f.path in travelling]
         new_rows = new_rows.unionByName(_survivors(ctx, changes.removed, files))
         written = written.merge(_replaced(ctx, travelling))
-        if new_count is not None:
+        if new_count is not None:  # an estimate: the files' own deletes are not subtracted
             new_count += sum(f.record_count - counts.get(f.path, 0) for f in files)
-    if new_count == 0:  # every new row is in a rewritten file: no write job
-        return written
-    return written.merge(write_new_rows(ctx, new_rows, new_count))
+    # exact unless survivors travel along, or absorbed updates leave an upper bound (delete clauses)
+    exact = not travelling and (not absorbed or "delete" not in changes.kinds.values())
+    return written.merge(write_new_rows(ctx, new_rows, new_count, exact=exact))
 
 
 def _new_rows_elsewhere(
@@ -364,15 +382,20 @@ def check_keys(
         raise DuplicateKeyError(f"The source has duplicate keys {list(keys)}: {examples}")
 
 
-def equality_delete(ctx: WriteContext, source: DataFrame, keys: Sequence[str], upsert: bool) -> Written:
+def equality_delete(
+    ctx: WriteContext, source: DataFrame, keys: Sequence[str], upsert: bool, rows: int | None = None
+) -> Written:
     """Blind by-key change: an equality delete of the source keys (+ the source rows for an upsert).
 
     The target is not read at all. Rows inserted in the same commit share its sequence number, so
     the new equality deletes do not apply to them. A delete by key writes each key once (its source
-    may repeat keys); an upsert's keys are unique (checked before).
+    may repeat keys); an upsert's keys are unique (checked before). ``rows``: the source's row count,
+    when the pre-scan counted it.
     """
     key_rows = source.select(*[F.col(f"`{k}`") for k in keys])
     key_rows = key_rows if upsert else key_rows.distinct()
-    deletes = write_equality_deletes(key_rows, keys, ctx.metadata, ctx.stage.next_dir("eq-deletes"))
-    written = write_new_rows(ctx, source, None) if upsert else Written()
+    directory = ctx.stage.next_dir("eq-deletes")
+    exact = rows if upsert else None  # a delete by key writes its distinct keys: at most ``rows``
+    deletes = write_equality_deletes(key_rows, keys, ctx.metadata, directory, exact, one_task(rows))
+    written = write_new_rows(ctx, source, rows, exact=rows is not None) if upsert else Written()
     return written.merge(Written(equality_deletes=deletes))

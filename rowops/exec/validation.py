@@ -10,6 +10,7 @@ explicit assignments of MERGE and UPDATE (the analyzed type of each expression) 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 
 from pyiceberg.schema import Schema
@@ -180,9 +181,30 @@ def check_source(
         )
 
 
+_EMPTY_FRAMES: weakref.WeakKeyDictionary[SparkSession, dict[str, DataFrame]] = weakref.WeakKeyDictionary()
+_MAX_EMPTY_FRAMES = 64  # per session
+
+
+def empty_frame(spark: SparkSession, schema: T.StructType) -> DataFrame:
+    """An empty DataFrame with ``schema``, to analyze expressions against (no job runs).
+
+    Cached per session and schema: creating one costs ~50 ms of Py4J round trips (PySpark ships even
+    an empty list to the JVM as an RDD), and every operation analyzes its expressions over one for
+    the table and one for the source, mostly the same schemas again.
+    """
+    frames = _EMPTY_FRAMES.setdefault(spark, {})
+    key = schema.json()
+    frame = frames.get(key)
+    if frame is None:
+        if len(frames) >= _MAX_EMPTY_FRAMES:
+            frames.clear()
+        frame = frames[key] = spark.createDataFrame([], schema)
+    return frame
+
+
 def table_frame(spark: SparkSession, schema: Schema) -> DataFrame:
     """An empty DataFrame with the table's columns, to analyze expressions against (no job runs)."""
-    return spark.createDataFrame([], to_spark_schema(schema))
+    return empty_frame(spark, to_spark_schema(schema))
 
 
 def check_assignments(

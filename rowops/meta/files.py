@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
+import pyarrow.parquet as pq
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import (
@@ -253,11 +254,13 @@ class WrittenFile:
     partition: tuple[object, ...]
     entry: DataFile | None = None  # its manifest entry when the writer built it (deletion vectors)
     spec_id: int | None = None  # the spec of ``partition`` (None: the table's default spec)
+    # (footer, size) as read when the write was verified: its manifest entry needs no second read
+    footer: tuple[pq.FileMetaData, int] | None = field(default=None, compare=False, repr=False)
 
 
 def _data_file(
     io: FileIO,
-    path: str,
+    written: WrittenFile,
     schema: Schema,
     properties: dict[str, str],
     spec: PartitionSpec,
@@ -266,7 +269,8 @@ def _data_file(
     equality_ids: Sequence[int] | None,
     sort_order_id: int | None = None,
 ) -> DataFile:
-    footer, size = read_footer(io, path)
+    path = written.path
+    footer, size = written.footer or read_footer(io, path)  # the write check read most footers
     stats = data_file_statistics_from_parquet_metadata(
         parquet_metadata=footer,
         stats_columns=statistics_plan(schema, properties),
@@ -320,7 +324,7 @@ def data_files_from_parquet(
             pool.map(
                 lambda w: _data_file(
                     io,
-                    w.path,
+                    w,
                     schema,
                     props,
                     specs.get(w.spec_id, spec) if w.spec_id is not None else spec,
