@@ -29,6 +29,7 @@ from pyspark.sql import SparkSession
 
 import rowops
 from rowops.exec.session import read_conf
+from tpcds.bench_common import build_session
 
 KEYS = ["ss_ticket_number", "ss_item_sk"]
 STRATEGIES = ("auto", "copy-on-write", "position-delete", "equality-delete")
@@ -117,12 +118,7 @@ def instrumented(counters: Counters) -> Iterator[None]:
 def session(cores: int) -> SparkSession:
     conf = read_conf(Path("conf/spark-defaults.conf"))
     conf.update({"spark.master": f"local[{cores}]", "spark.ui.enabled": "false"})
-    builder = SparkSession.builder
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return build_session(conf)
 
 
 def profile(spark: SparkSession, data: Path, runs: int) -> dict[str, Any]:
