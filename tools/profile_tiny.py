@@ -7,7 +7,7 @@ does), Py4J round trips by wrapping ``GatewayClient.send_command``, and phases b
 functions for the duration of a call (inclusive times; phases missing from the rowops imported are
 skipped, so the same script profiles an older checkout)::
 
-    python tools/profile_tiny.py --data data/tpcds/cases-sf1/tiny --runs 3 --out /tmp/profile-tiny.json
+    python -m tools.profile_tiny --data data/tpcds/cases-sf1/tiny --runs 3 --out /tmp/profile-tiny.json
 """
 
 from __future__ import annotations
