@@ -6,6 +6,7 @@ spec ─► plan (pre-scan, pruning, cost-based choice) ─► exec (scan/join/w
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -50,7 +51,16 @@ from rowops.plan.explain import FileGroup, PlanReport, format_report
 from rowops.plan.metadata_delete import METADATA_ONLY, WholeFileDelete, whole_file_delete, whole_reason
 from rowops.plan.predicates import candidates as predicate_candidates
 from rowops.plan.pruning import prune_files
-from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, HYBRID, Decision, TableFacts, choose_strategy
+from rowops.plan.strategy import (
+    COPY_ON_WRITE,
+    EQUALITY_DELETE,
+    HYBRID,
+    Decision,
+    SpecFacts,
+    TableFacts,
+    choose_strategy,
+    equality_delete_specs,
+)
 from rowops.spec.operations import DeleteSpec, MergeSpec, OperationSpec, UpdateSpec, describe
 from rowops.spec.properties import isolation_level, row_level_conflicts
 from rowops.spec.results import OperationResult
@@ -66,11 +76,18 @@ DEFAULT_COLOCATED_MAX_BYTES = 256 * 1024 * 1024
 def table_facts(loaded: LoadedTable, files: TableFiles) -> TableFacts:
     schema = loaded.metadata.schema()
     ident = tuple(schema.find_column_name(i) or "" for i in schema.identifier_field_ids)
-    spec = loaded.metadata.spec()
-    sources = tuple(schema.find_column_name(f.source_id) or "" for f in spec.fields)
-    # partitioned equality deletes apply to files of their own spec only (partition evolution)
-    other = sum(1 for f in files.data if f.spec_id != spec.spec_id) if spec.fields else 0
-    return TableFacts(ident, sources, len(files.data), other_spec_files=other)
+    specs = loaded.metadata.specs()
+
+    def sources(spec_id: int) -> tuple[str, ...]:  # a dropped source column keys nothing
+        fields = specs[spec_id].fields
+        return tuple(schema.find_column_name(f.source_id) or f"<dropped field {f.source_id}>" for f in fields)
+
+    current = loaded.metadata.default_spec_id
+    per_spec = Counter(f.spec_id for f in files.data if f.spec_id != current)
+    # equality deletes apply to files of their own spec and partition (partition evolution)
+    older = tuple(SpecFacts(i, sources(i), n) for i, n in sorted(per_spec.items()))
+    unpartitioned = next((i for i, s in sorted(specs.items()) if not s.fields), None)
+    return TableFacts(ident, sources(current), len(files.data), current, older, unpartitioned)
 
 
 @dataclass(frozen=True)
@@ -308,7 +325,8 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
         if not (planned.source_keys and planned.source_keys.keys_unique):  # unknown, or an error to explain
             strategies.check_keys(source, spec.on_columns, duplicates_allowed=not upsert)
         rows = planned.source_keys.rows if planned.source_keys else None
-        return strategies.equality_delete(ctx, source, spec.on_columns, upsert, rows), {}
+        specs, _ = equality_delete_specs(table_facts(planned.loaded, planned.files))
+        return strategies.equality_delete(ctx, source, spec.on_columns, upsert, specs, rows), {}
     columns = [f.name for f in planned.loaded.metadata.schema().fields]
     changes = row_changes(planned, ctx.spark, columns)
     try:
