@@ -6,7 +6,6 @@ spec ─► plan (pre-scan, pruning, cost-based choice) ─► exec (scan/join/w
 from __future__ import annotations
 
 import time
-from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -56,10 +55,9 @@ from rowops.plan.strategy import (
     EQUALITY_DELETE,
     HYBRID,
     Decision,
-    SpecFacts,
-    TableFacts,
     choose_strategy,
     equality_delete_specs,
+    table_facts,
 )
 from rowops.spec.operations import DeleteSpec, MergeSpec, OperationSpec, UpdateSpec, describe
 from rowops.spec.properties import isolation_level, row_level_conflicts
@@ -71,23 +69,6 @@ if TYPE_CHECKING:
     from rowops.table import Table
 
 DEFAULT_COLOCATED_MAX_BYTES = 256 * 1024 * 1024
-
-
-def table_facts(loaded: LoadedTable, files: TableFiles) -> TableFacts:
-    schema = loaded.metadata.schema()
-    ident = tuple(schema.find_column_name(i) or "" for i in schema.identifier_field_ids)
-    specs = loaded.metadata.specs()
-
-    def sources(spec_id: int) -> tuple[str, ...]:  # a dropped source column keys nothing
-        fields = specs[spec_id].fields
-        return tuple(schema.find_column_name(f.source_id) or f"<dropped field {f.source_id}>" for f in fields)
-
-    current = loaded.metadata.default_spec_id
-    per_spec = Counter(f.spec_id for f in files.data if f.spec_id != current)
-    # equality deletes apply to files of their own spec and partition (partition evolution)
-    older = tuple(SpecFacts(i, sources(i), n) for i, n in sorted(per_spec.items()))
-    unpartitioned = next((i for i, s in sorted(specs.items()) if not s.fields), None)
-    return TableFacts(ident, sources(current), len(files.data), current, older, unpartitioned)
 
 
 @dataclass(frozen=True)
@@ -183,7 +164,7 @@ def _plan(
     single-task job also checks the keys (``keys_unique``) and counts the rows written.
     """
     files = live_files(loaded.metadata, table.lake.catalog.io)
-    facts = table_facts(loaded, files)
+    facts = table_facts(loaded.metadata, files)
     read_weight = float(_property(loaded, "rowops.read-weight", "1"))
     pinned = loaded.metadata.properties.get("rowops.strategy")
     candidates, estimate, keyed, whole = list(files.data), None, None, None
@@ -325,7 +306,7 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
         if not (planned.source_keys and planned.source_keys.keys_unique):  # unknown, or an error to explain
             strategies.check_keys(source, spec.on_columns, duplicates_allowed=not upsert)
         rows = planned.source_keys.rows if planned.source_keys else None
-        specs, _ = equality_delete_specs(table_facts(planned.loaded, planned.files))
+        specs, _ = equality_delete_specs(table_facts(planned.loaded.metadata, planned.files))
         return strategies.equality_delete(ctx, source, spec.on_columns, upsert, specs, rows), {}
     columns = [f.name for f in planned.loaded.metadata.schema().fields]
     changes = row_changes(planned, ctx.spark, columns)

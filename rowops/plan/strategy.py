@@ -15,9 +15,13 @@ Help: Use strategy='auto', 'copy-on-write' or 'position-delete'.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
+from pyiceberg.table.metadata import TableMetadata
+
 from rowops.errors import InvalidInputError, UnsupportedStrategyError
+from rowops.meta.files import TableFiles
 from rowops.plan.cost import Estimate, choose_cheapest, strategy_costs
 from rowops.spec.operations import STRATEGIES, MergeSpec, OperationSpec
 
@@ -45,6 +49,22 @@ class TableFacts:
     spec_id: int = 0  # the current (default) spec
     older_specs: tuple[SpecFacts, ...] = ()  # specs of live data files other than the current one
     unpartitioned_spec: int | None = None  # a spec of the table without fields, if it has one
+
+
+def table_facts(metadata: TableMetadata, files: TableFiles) -> TableFacts:
+    """The facts of a table state: its key, its specs (of live data files too) and file count."""
+    schema, specs = metadata.schema(), metadata.specs()
+    ident = tuple(schema.find_column_name(i) or "" for i in schema.identifier_field_ids)
+
+    def sources(spec_id: int) -> tuple[str, ...]:  # a dropped source column keys nothing
+        fields = specs[spec_id].fields
+        return tuple(schema.find_column_name(f.source_id) or f"<dropped field {f.source_id}>" for f in fields)
+
+    current = metadata.default_spec_id
+    per_spec = Counter(f.spec_id for f in files.data if f.spec_id != current)
+    older = tuple(SpecFacts(i, sources(i), n) for i, n in sorted(per_spec.items()))
+    unpartitioned = next((i for i, s in sorted(specs.items()) if not s.fields), None)
+    return TableFacts(ident, sources(current), len(files.data), current, older, unpartitioned)
 
 
 def equality_delete_specs(facts: TableFacts) -> tuple[tuple[int, ...], list[str]]:
