@@ -17,9 +17,10 @@ STAMPC := $(VENVC)/.installed
 SPARK4_ENV := PYTHONPATH=$(CURDIR) PYSPARK_PYTHON=$(abspath $(PY4)) ROWOPS_SKIP_JAVA=1
 CONNECT_ENV := PYTHONPATH=$(CURDIR) ROWOPS_CONNECT_SERVER_PYTHON=$(abspath $(PY4))
 # the pyspark 4.x subset of `make test` (the full 4.x suite is `make test-spark4`): the compat layer, and
-# the behaviour suite's position-delete cases on a local lake (Connect covers every strategy)
-SPARK4_SUBSET ?= tests/spark/test_compat.py tests/spark/test_behaviour.py
-SPARK4_K ?= compat or position-delete
+# the behaviour suite's position-delete cases on a local lake (Connect covers every strategy), and the SQL
+# text smoke pass (tests/sql_smoke.py)
+SPARK4_SUBSET ?= tests/spark/test_compat.py tests/spark/test_behaviour.py tests/spark/test_sql.py
+SPARK4_K ?= compat or (position-delete and not test_sql) or sql_smoke
 
 .PHONY: install install4 install-connect run pipeline-demo test test-s3 test-spark4 test-connect test-slow test-crash test-cluster test-all lint bench bench-cases bench-cases-sf10 bench-log bench-conflicts bench-manifests bench-metadata clean
 

@@ -50,7 +50,15 @@ from rowops.plan.explain import FileGroup, PlanReport, format_report
 from rowops.plan.metadata_delete import METADATA_ONLY, WholeFileDelete, whole_file_delete, whole_reason
 from rowops.plan.predicates import candidates as predicate_candidates
 from rowops.plan.pruning import prune_files
-from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, HYBRID, Decision, TableFacts, choose_strategy
+from rowops.plan.strategy import (
+    COPY_ON_WRITE,
+    EQUALITY_DELETE,
+    HYBRID,
+    Decision,
+    choose_strategy,
+    equality_delete_specs,
+    table_facts,
+)
 from rowops.spec.operations import DeleteSpec, MergeSpec, OperationSpec, UpdateSpec, describe
 from rowops.spec.properties import isolation_level, row_level_conflicts
 from rowops.spec.results import OperationResult
@@ -61,16 +69,6 @@ if TYPE_CHECKING:
     from rowops.table import Table
 
 DEFAULT_COLOCATED_MAX_BYTES = 256 * 1024 * 1024
-
-
-def table_facts(loaded: LoadedTable, files: TableFiles) -> TableFacts:
-    schema = loaded.metadata.schema()
-    ident = tuple(schema.find_column_name(i) or "" for i in schema.identifier_field_ids)
-    spec = loaded.metadata.spec()
-    sources = tuple(schema.find_column_name(f.source_id) or "" for f in spec.fields)
-    # partitioned equality deletes apply to files of their own spec only (partition evolution)
-    other = sum(1 for f in files.data if f.spec_id != spec.spec_id) if spec.fields else 0
-    return TableFacts(ident, sources, len(files.data), other_spec_files=other)
 
 
 @dataclass(frozen=True)
@@ -166,7 +164,7 @@ def _plan(
     single-task job also checks the keys (``keys_unique``) and counts the rows written.
     """
     files = live_files(loaded.metadata, table.lake.catalog.io)
-    facts = table_facts(loaded, files)
+    facts = table_facts(loaded.metadata, files)
     read_weight = float(_property(loaded, "rowops.read-weight", "1"))
     pinned = loaded.metadata.properties.get("rowops.strategy")
     candidates, estimate, keyed, whole = list(files.data), None, None, None
@@ -308,7 +306,8 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
         if not (planned.source_keys and planned.source_keys.keys_unique):  # unknown, or an error to explain
             strategies.check_keys(source, spec.on_columns, duplicates_allowed=not upsert)
         rows = planned.source_keys.rows if planned.source_keys else None
-        return strategies.equality_delete(ctx, source, spec.on_columns, upsert, rows), {}
+        specs, _ = equality_delete_specs(table_facts(planned.loaded.metadata, planned.files))
+        return strategies.equality_delete(ctx, source, spec.on_columns, upsert, specs, rows), {}
     columns = [f.name for f in planned.loaded.metadata.schema().fields]
     changes = row_changes(planned, ctx.spark, columns)
     try:

@@ -383,19 +383,31 @@ def check_keys(
 
 
 def equality_delete(
-    ctx: WriteContext, source: DataFrame, keys: Sequence[str], upsert: bool, rows: int | None = None
+    ctx: WriteContext,
+    source: DataFrame,
+    keys: Sequence[str],
+    upsert: bool,
+    spec_ids: Sequence[int],
+    rows: int | None = None,
 ) -> Written:
     """Blind by-key change: an equality delete of the source keys (+ the source rows for an upsert).
 
     The target is not read at all. Rows inserted in the same commit share its sequence number, so
     the new equality deletes do not apply to them. A delete by key writes each key once (its source
-    may repeat keys); an upsert's keys are unique (checked before). ``rows``: the source's row count,
-    when the pre-scan counted it.
+    may repeat keys); an upsert's keys are unique (checked before). The keys are written once per
+    spec of ``spec_ids`` (``plan.strategy.equality_delete_specs``: after partition evolution, one per
+    spec with live data files, each partitioned by that spec). ``rows``: the source's row count, when
+    the pre-scan counted it.
     """
     key_rows = source.select(*[F.col(f"`{k}`") for k in keys])
     key_rows = key_rows if upsert else key_rows.distinct()
-    directory = ctx.stage.next_dir("eq-deletes")
     exact = rows if upsert else None  # a delete by key writes its distinct keys: at most ``rows``
-    deletes = write_equality_deletes(key_rows, keys, ctx.metadata, directory, exact, one_task(rows))
+    deletes = [
+        w
+        for spec_id in spec_ids
+        for w in write_equality_deletes(
+            key_rows, keys, ctx.metadata, ctx.stage.next_dir("eq-deletes"), exact, one_task(rows), spec_id
+        )
+    ]
     written = write_new_rows(ctx, source, rows, exact=rows is not None) if upsert else Written()
     return written.merge(Written(equality_deletes=deletes))

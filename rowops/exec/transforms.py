@@ -10,6 +10,7 @@ implementation in Rust) inside a vectorized pandas UDF; all other transforms are
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from urllib.parse import unquote
 
@@ -35,6 +36,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from rowops.errors import CorruptLakeError
+from rowops.meta.tables import struct_path
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 # Spark's hash(a, b) is murmur3_32 of b seeded with murmur3_32(a, seed=42). This int hashes to 0, so
@@ -139,10 +141,19 @@ def _identity_value(col: Column, source: IcebergType) -> Column:
     return epoch_value(col, source)
 
 
+def source_column(schema: Schema, source_id: int) -> Column:
+    """The Spark column of a partition or sort source: a column, or a field of a struct (``s``.``c1``,
+    NULL when the struct is NULL)."""
+    path = struct_path(schema, source_id)
+    if path is None:
+        raise ValueError(f"field {source_id} is not a column or a field of a struct")
+    return F.col(".".join("`" + part.replace("`", "``") + "`" for part in path))
+
+
 def partition_value(field: PartitionField, schema: Schema) -> Column:
     """Spark column with the ``v``-prefixed internal partition value of ``field`` (NULL stays NULL)."""
     source = schema.find_field(field.source_id)
-    col = F.col(f"`{source.name}`")
+    col = source_column(schema, field.source_id)
     name = str(field.transform).split("[")[0]
     param = getattr(field.transform, "num_buckets", None) or getattr(field.transform, "width", None)
     if name == "void":  # always NULL (a field dropped from a v1 spec, or added as void)
@@ -168,7 +179,7 @@ def hidden_names(spec: PartitionSpec, schema: Schema) -> list[str]:
     taken = {name.lower() for name in schema.column_names}
     names = []
     for field in spec.fields:
-        name = f"{field.name}_part"
+        name = re.sub(r"[^A-Za-z0-9_]", "_", field.name) + "_part"  # a name Spark never reads as a path
         while name.lower() in taken:
             name += "_"
         taken.add(name.lower())

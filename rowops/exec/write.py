@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 from pyiceberg.io import FileIO
+from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.sorting import NullOrder, SortDirection
@@ -35,7 +36,7 @@ from rowops.exec.nested_ids import add_element_ids, needs_element_ids
 from rowops.exec.scan import FILE_COL, POS_COL, file_uris
 from rowops.exec.session import session_conf
 from rowops.exec.stats import UNKNOWN_SIZE, plan_bytes
-from rowops.exec.transforms import hidden_names, parse_partition_dirs, partition_value
+from rowops.exec.transforms import hidden_names, parse_partition_dirs, partition_value, source_column
 from rowops.exec.types import FIELD_ID_KEY, to_spark_type, writable
 from rowops.exec.validation import widens
 from rowops.meta.fileio import read_footer, remove_tree
@@ -279,6 +280,7 @@ def write_rows(
     sort: Sequence[Column] = (),
     rows: int | None = None,
     single_task: bool = False,
+    spec: PartitionSpec | None = None,
 ) -> list[WrittenFile]:
     """Write rows with ``schema``'s columns, partitioned by the table's spec; list the files.
 
@@ -293,8 +295,10 @@ def write_rows(
             checked against it (no count during the write), and up to :data:`SMALL_WRITE_ROWS` rows
             are written by one task, without a shuffle (one file per partition all the same).
         single_task: write in one task anyway (the caller estimates few rows).
+        spec: the partition spec to write with (default: the table's current one); every source
+            column of its fields must be among ``schema``'s columns.
     """
-    spec = metadata.spec()
+    spec = spec if spec is not None else metadata.spec()
     typed = df.select(*_typed_columns(schema, df.schema))
     hidden = hidden_names(spec, metadata.schema())
     order = list(sort)
@@ -319,7 +323,12 @@ def write_rows(
         return writer.partitionBy(*hidden) if hidden else writer
 
     written = [
-        WrittenFile(path, parse_partition_dirs(rel, spec, metadata.schema()) if hidden else (), footer=footer)
+        WrittenFile(
+            path,
+            parse_partition_dirs(rel, spec, metadata.schema()) if hidden else (),
+            spec_id=spec.spec_id,
+            footer=footer,
+        )
         for path, rel, footer in save(writer_df, count, configure, directory)
     ]
     if needs_element_ids(schema):  # Spark writes no ids for list elements, map keys and values
@@ -383,10 +392,11 @@ def distribution_mode(metadata: TableMetadata) -> str:
 
 
 def sort_columns(metadata: TableMetadata) -> list[Column]:
-    """The table's sort order as Spark sort expressions (identity transforms only)."""
+    """The table's sort order as Spark sort expressions (identity transforms of columns and struct
+    fields)."""
     columns = []
     for field in metadata.sort_order().fields:
-        col = F.col(f"`{metadata.schema().find_column_name(field.source_id)}`")
+        col = source_column(metadata.schema(), field.source_id)
         if field.direction == SortDirection.DESC:
             col = (
                 col.desc_nulls_first() if field.null_order == NullOrder.NULLS_FIRST else col.desc_nulls_last()
@@ -404,13 +414,16 @@ def write_equality_deletes(
     directory: StagedDir,
     rows: int | None = None,
     single_task: bool = False,
+    spec_id: int | None = None,
 ) -> list[WrittenFile]:
-    """Write the key columns of ``df`` as equality-delete files (partitioned like the data).
+    """Write the key columns of ``df`` as equality-delete files, partitioned by the spec ``spec_id``
+    (default: the current one) computed from the keys.
 
     ``rows``, ``single_task``: see :func:`write_rows`.
     """
     keys = metadata.schema().select(*key_names)
-    return write_rows(df, keys, metadata, directory, rows=rows, single_task=single_task)
+    spec = metadata.specs()[spec_id] if spec_id is not None else metadata.spec()
+    return write_rows(df, keys, metadata, directory, rows=rows, single_task=single_task, spec=spec)
 
 
 def write_position_deletes(

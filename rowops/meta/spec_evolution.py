@@ -38,7 +38,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.partitioning import (
+    PartitionField,
+    PartitionSpec,
+    _PartitionNameGenerator,
+    _visit_partition_field,
+)
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.sorting import NullOrder
 from pyiceberg.table.update import (
@@ -140,6 +145,16 @@ def _transform(metadata: TableMetadata, term: str, what: str) -> tuple[str, Tran
     return parsed.source, built.fields[0].transform
 
 
+def _nested_name(metadata: TableMetadata, source: str, transform: Transform[Any, Any]) -> str | None:
+    """pyiceberg's default name of a new field, with a struct field source's dots as underscores
+    (``s.c1_bucket_4`` -> ``s_c1_bucket_4``: partition names are Avro field names); None (pyiceberg's
+    own name) for a column."""
+    if "." not in source:
+        return None
+    probe = PartitionField(metadata.schema().find_field(source).field_id, 0, transform, "probe")
+    return _visit_partition_field(metadata.schema(), probe, _PartitionNameGenerator()).replace(".", "_")
+
+
 def _field_of(metadata: TableMetadata, term: str, what: str) -> PartitionField:
     """The field of the current spec that ``term`` names: by its name first, else by its transform."""
     spec = metadata.spec()
@@ -190,7 +205,7 @@ def update_spec(
             described.append(f"rename {field.name} to {new}")
         for term, name in _terms(add):
             source, transform = _transform(metadata, term, f"add partition field {term!r}")
-            update.add_field(source, transform, name)
+            update.add_field(source, transform, name or _nested_name(metadata, source, transform))
             described.append(f"add {term}" + (f" as {name}" if name else ""))
         names = [f.name for f in update._apply().fields]
         taken = sorted({n for n in names if names.count(n) > 1})

@@ -32,11 +32,12 @@ from pyiceberg.types import (
     LongType,
     NestedField,
     StringType,
+    StructType,
     TimestampType,
     TimestamptzType,
 )
 
-from rowops.errors import InvalidInputError, InvalidPartitionSpecError, NoSuchColumnError
+from rowops.errors import InvalidInputError, InvalidPartitionSpecError, NoSuchColumnError, RowOpsError
 from rowops.spec.partitioning import PartitionFieldSpec
 from rowops.spec.sorting import SortFieldSpec
 
@@ -87,22 +88,67 @@ def iceberg_transform(field: PartitionFieldSpec) -> Transform:
     return simple[field.transform]
 
 
+def struct_path(schema: Schema, field_id: int) -> tuple[str, ...] | None:
+    """The names leading to field ``field_id`` through the table's columns and their structs
+    (``("s", "c1")``); None when the field sits inside a list or a map, or does not exist.
+
+    >>> from pyiceberg.types import ListType
+    >>> schema = Schema(NestedField(1, "s", StructType(NestedField(2, "c1", LongType()))),
+    ...                 NestedField(3, "l", ListType(4, StructType(NestedField(5, "x", LongType())))))
+    >>> struct_path(schema, 2), struct_path(schema, 5), struct_path(schema, 3)
+    (('s', 'c1'), None, ('l',))
+    """
+
+    def walk(struct: StructType, prefix: tuple[str, ...]) -> tuple[str, ...] | None:
+        for f in struct.fields:
+            if f.field_id == field_id:
+                return (*prefix, f.name)
+            if isinstance(f.field_type, StructType):
+                found = walk(f.field_type, (*prefix, f.name))
+                if found is not None:
+                    return found
+        return None
+
+    return walk(schema.as_struct(), ())
+
+
+def layout_source(
+    schema: Schema, name: str, what: str, missing: type[RowOpsError], invalid: type[RowOpsError]
+) -> NestedField:
+    """The column or struct field ``name`` (``s.c1``) that a partition or sort field takes its values
+    from: a primitive reached through structs only (Iceberg allows no source inside a list or map).
+
+    Raises:
+        missing: no such column. invalid: a source inside a list or a map, or of a nested type. Each
+            message begins with ``what``.
+    """
+    try:
+        source = schema.find_field(name, case_sensitive=True)
+    except ValueError:
+        raise missing(
+            f"{what}: no column {name!r} in the schema ({', '.join(schema.column_names)})"
+        ) from None
+    if struct_path(schema, source.field_id) is None:
+        raise invalid(
+            f"{what}: {name!r} is inside a list or a map; Iceberg takes partition and sort values from "
+            "columns and fields of structs only"
+        )
+    if not source.field_type.is_primitive:
+        raise invalid(f"{what}: {name!r} has the nested type {source.field_type}; a primitive is needed")
+    return source
+
+
 def build_partition_spec(schema: Schema, fields: Sequence[PartitionFieldSpec]) -> PartitionSpec:
-    """Validate parsed partition fields against the schema and build the PartitionSpec."""
+    """Validate parsed partition fields against the schema and build the PartitionSpec.
+
+    A source is a primitive column or a primitive field of a struct (``s.c1``), never inside a list or
+    a map (Iceberg's rule).
+    """
     partition_fields = []
     for index, field in enumerate(fields):
-        try:
-            source = schema.find_field(field.source, case_sensitive=True)
-        except ValueError:
-            raise InvalidPartitionSpecError(
-                f"Invalid partition field {field.transform}({field.source}): no column {field.source!r} "
-                f"in the schema ({', '.join(schema.column_names)})"
-            ) from None
-        if field.source not in [f.name for f in schema.fields] or not source.field_type.is_primitive:
-            raise InvalidPartitionSpecError(
-                f"Invalid partition field {field.transform}({field.source}): rowops partitions by "
-                "primitive top-level columns only (not structs, lists, maps or their fields)"
-            )
+        what = f"Invalid partition field {field.transform}({field.source})"
+        error = InvalidPartitionSpecError
+        source = layout_source(schema, field.source, what, error, error)
         allowed = _SOURCE_TYPES.get(field.transform)
         if allowed is not None and not isinstance(source.field_type, allowed):
             raise InvalidPartitionSpecError(
@@ -157,21 +203,15 @@ def check_key_type(name: str, field_type: IcebergType, what: str = "Key") -> Non
 
 
 def build_sort_order(schema: Schema, fields: Sequence[SortFieldSpec]) -> SortOrder:
-    """The table's sort order (identity transforms of columns); unsorted when ``fields`` is empty."""
+    """The table's sort order (identity transforms of columns and struct fields); unsorted when
+    ``fields`` is empty."""
     if not fields:
         return UNSORTED_SORT_ORDER
     sort_fields = []
     for f in fields:
-        try:
-            source = schema.find_field(f.column, case_sensitive=True)
-        except ValueError:
-            raise NoSuchColumnError(
-                f"Sort column {f.column!r} is not in the schema ({', '.join(schema.column_names)})"
-            ) from None
-        if f.column not in [c.name for c in schema.fields] or not source.field_type.is_primitive:
-            raise InvalidInputError(
-                f"Sort column {f.column!r}: rowops sorts by primitive top-level columns only"
-            )
+        source = layout_source(
+            schema, f.column, f"Sort column {f.column!r}", NoSuchColumnError, InvalidInputError
+        )
         sort_fields.append(
             SortField(
                 source_id=source.field_id,

@@ -55,6 +55,7 @@ from pyiceberg.expressions.visitors import (
     _InclusiveMetricsEvaluator,
     _StrictMetricsEvaluator,
     expression_evaluator,
+    extract_field_ids,
     inclusive_projection,
     strict_projection,
 )
@@ -64,6 +65,7 @@ from pyiceberg.typedef import Record
 from pyiceberg.types import BooleanType, DateType, IntegerType, LongType, NestedField, StringType
 
 from rowops.meta.files import LiveFile
+from rowops.meta.tables import struct_path
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<str>'[^'\\]*')|(?P<quoted>`(?:[^`]|``)+`)|(?P<num>-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?[a-zA-Z]*)"
@@ -76,7 +78,7 @@ _INT_RANGE = {IntegerType(): (-(2**31), 2**31 - 1), LongType(): (-(2**63), 2**63
 
 @dataclass(frozen=True)
 class Token:
-    kind: str  # str, quoted, num, word, op, other
+    kind: str  # str, quoted, num, word, op, other; path (a dotted name: ``s.c1``)
     text: str
 
     def is_word(self, *words: str) -> bool:
@@ -98,6 +100,26 @@ def _tokens(sql: str) -> list[Token] | None:
         if kind == "other":
             return None
         out.append(Token(kind, m.group(kind)))
+    return _paths(out)
+
+
+def _name(token: Token) -> str:
+    return token.text[1:-1].replace("``", "`") if token.kind == "quoted" else token.text
+
+
+def _paths(tokens: list[Token]) -> list[Token]:
+    """``s.c1`` (or ```s`.`c1```) as one ``path`` token naming a field of a struct.
+
+    >>> [(t.kind, t.text) for t in _tokens("`s`.c1 = 1") or []]
+    [('path', 's.c1'), ('op', '='), ('num', '1')]
+    """
+    out: list[Token] = []
+    for t in tokens:
+        named = t.kind in ("word", "quoted")
+        if named and len(out) >= 2 and out[-1].text == "." and out[-2].kind in ("word", "quoted", "path"):
+            out[-2:] = [Token("path", f"{_name(out[-2])}.{_name(t)}")]
+        else:
+            out.append(t)
     return out
 
 
@@ -134,19 +156,25 @@ def _closing(tokens: list[Token], start: int) -> int:
 
 
 def _column(token: Token, schema: Schema, case_sensitive: bool) -> NestedField | None:
-    if token.kind == "quoted":
-        name = token.text[1:-1].replace("``", "`")
+    """The primitive column (or field of a struct, named by its dotted path) ``token`` names."""
+    if token.kind in ("quoted", "path"):
+        name = _name(token)
     elif token.kind == "word" and not token.is_word("NULL", "TRUE", "FALSE", "DATE", "NOT", "IN", "IS"):
         name = token.text
     else:
         return None
-    field = schema.find_field(name, case_sensitive) if _known(schema, name, case_sensitive) else None
-    return field if field is not None and field.field_type.is_primitive else None
+    if not _known(schema, name, case_sensitive, token.kind == "path"):
+        return None
+    field = schema.find_field(name, case_sensitive)
+    if not field.field_type.is_primitive or struct_path(schema, field.field_id) is None:
+        return None
+    full = schema.find_column_name(field.field_id) or name  # the expression names the whole path
+    return NestedField(field.field_id, full, field.field_type, required=field.required)
 
 
-def _known(schema: Schema, name: str, case_sensitive: bool) -> bool:
+def _known(schema: Schema, name: str, case_sensitive: bool, path: bool) -> bool:
     names = schema.column_names if case_sensitive else [n.lower() for n in schema.column_names]
-    return (name if case_sensitive else name.lower()) in names and "." not in name
+    return (name if case_sensitive else name.lower()) in names and ("." in name) == path
 
 
 def _literal(tokens: list[Token], field: NestedField) -> tuple[object, int] | None:
@@ -251,6 +279,9 @@ def selector(predicate: Predicate, metadata: TableMetadata, case_sensitive: bool
         return FileSelector(lambda f: True, lambda f: predicate.complete)
     inclusive = _InclusiveMetricsEvaluator(schema, expression, case_sensitive, include_empty_files=True)
     strict = _StrictMetricsEvaluator(schema, expression, case_sensitive)
+    # pyiceberg 0.12's strict metrics evaluator finds top-level columns only (a struct field raises)
+    top_level = {f.field_id for f in schema.fields}
+    strict_metrics = extract_field_ids(strict.expr) <= top_level
     specs = metadata.specs()
     partition_may = {
         i: _partition_test(
@@ -274,7 +305,9 @@ def selector(predicate: Predicate, metadata: TableMetadata, case_sensitive: bool
         if not predicate.complete:
             return False
         by_partition = partition_all.get(f.spec_id)
-        return bool(by_partition is not None and by_partition(f)) or bool(strict.eval(f.data_file))
+        return bool(by_partition is not None and by_partition(f)) or (
+            strict_metrics and bool(strict.eval(f.data_file))
+        )
 
     return FileSelector(may, every)
 

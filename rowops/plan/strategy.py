@@ -15,9 +15,13 @@ Help: Use strategy='auto', 'copy-on-write' or 'position-delete'.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
+from pyiceberg.table.metadata import TableMetadata
+
 from rowops.errors import InvalidInputError, UnsupportedStrategyError
+from rowops.meta.files import TableFiles
 from rowops.plan.cost import Estimate, choose_cheapest, strategy_costs
 from rowops.spec.operations import STRATEGIES, MergeSpec, OperationSpec
 
@@ -26,13 +30,84 @@ HYBRID = "hybrid"
 
 
 @dataclass(frozen=True)
+class SpecFacts:
+    """A partition spec that live data files were written with: its id, the source column names of
+    its fields (empty: unpartitioned) and how many live data files it has."""
+
+    spec_id: int
+    sources: tuple[str, ...]
+    data_files: int = 0
+
+
+@dataclass(frozen=True)
 class TableFacts:
     """What the planner knows about the target table, from metadata alone."""
 
     identifier: tuple[str, ...]
-    partition_sources: tuple[str, ...]
+    partition_sources: tuple[str, ...]  # of the current (default) spec
     data_files: int
-    other_spec_files: int = 0  # live data files of another spec than the current, partitioned one
+    spec_id: int = 0  # the current (default) spec
+    older_specs: tuple[SpecFacts, ...] = ()  # specs of live data files other than the current one
+    unpartitioned_spec: int | None = None  # a spec of the table without fields, if it has one
+
+
+def table_facts(metadata: TableMetadata, files: TableFiles) -> TableFacts:
+    """The facts of a table state: its key, its specs (of live data files too) and file count."""
+    schema, specs = metadata.schema(), metadata.specs()
+    ident = tuple(schema.find_column_name(i) or "" for i in schema.identifier_field_ids)
+
+    def sources(spec_id: int) -> tuple[str, ...]:  # a dropped source column keys nothing
+        fields = specs[spec_id].fields
+        return tuple(schema.find_column_name(f.source_id) or f"<dropped field {f.source_id}>" for f in fields)
+
+    current = metadata.default_spec_id
+    per_spec = Counter(f.spec_id for f in files.data if f.spec_id != current)
+    older = tuple(SpecFacts(i, sources(i), n) for i, n in sorted(per_spec.items()))
+    unpartitioned = next((i for i, s in sorted(specs.items()) if not s.fields), None)
+    return TableFacts(ident, sources(current), len(files.data), current, older, unpartitioned)
+
+
+def equality_delete_specs(facts: TableFacts) -> tuple[tuple[int, ...], list[str]]:
+    """The partition specs an equality-delete write puts its keys under, or why no spec will do.
+
+    Iceberg applies an equality delete to the older data files of its own spec and partition, or of
+    every spec when its spec is unpartitioned. So the keys are written once per spec that has live data
+    files, and under the current spec (new files of concurrent writers), each partitioned by that
+    spec's transforms: valid when the key determines the partition (every source column of the spec
+    is a key column), since a key's old row then lies in exactly that partition. An unpartitioned spec
+    in use, or a spec whose partition the key does not determine, calls for one global delete instead,
+    written under an unpartitioned spec of the table (none: the encoding is refused).
+
+    >>> from dataclasses import replace
+    >>> facts = TableFacts(("k",), ("k",), 5, spec_id=1, older_specs=(SpecFacts(0, ("k",), 3),))
+    >>> equality_delete_specs(facts)
+    ((0, 1), [])
+    >>> equality_delete_specs(replace(facts, older_specs=(SpecFacts(0, (), 3),)))
+    ((0,), [])
+    >>> equality_delete_specs(replace(facts, older_specs=(SpecFacts(0, ("g",), 3),)))[1]
+    ["partition columns ['g'] of spec 0 (3 live data files) are not key columns, so a key's old row may sit in another partition, and the table has no unpartitioned spec for a global delete"]
+    >>> equality_delete_specs(replace(facts, older_specs=(SpecFacts(0, ("g",), 3),), unpartitioned_spec=2))
+    ((2,), [])
+    """
+    current = SpecFacts(facts.spec_id, facts.partition_sources)
+    specs = [current, *facts.older_specs]
+    unpartitioned = [s.spec_id for s in specs if not s.sources]
+    if unpartitioned:  # its global delete applies to the files of every spec
+        return (unpartitioned[0],), []
+    outside = [(s, [c for c in s.sources if c not in facts.identifier]) for s in specs]
+    outside = [(s, columns) for s, columns in outside if columns]
+    if not outside:
+        return tuple(sorted(s.spec_id for s in specs)), []
+    if facts.unpartitioned_spec is not None:
+        return (facts.unpartitioned_spec,), []
+    reasons = []
+    for s, columns in outside:
+        which = "" if s is current else f" of spec {s.spec_id} ({s.data_files} live data files)"
+        reasons.append(
+            f"partition columns {columns}{which} are not key columns, so a key's old row may sit in "
+            "another partition, and the table has no unpartitioned spec for a global delete"
+        )
+    return (), reasons
 
 
 def equality_delete_blockers(spec: OperationSpec, facts: TableFacts) -> list[str]:
@@ -41,8 +116,9 @@ def equality_delete_blockers(spec: OperationSpec, facts: TableFacts) -> list[str
     >>> from rowops.spec.operations import simple_merge_spec
     >>> equality_delete_blockers(simple_merge_spec(["k"]), TableFacts(("k", "g"), (), 1))
     ["on=['k'] is not the table's identifier columns ['k', 'g']"]
-    >>> equality_delete_blockers(simple_merge_spec(["k"]), TableFacts(("k",), ("k",), 5, other_spec_files=2))
-    ['2 data files were written under an older partition spec; an equality delete partitioned by the current spec would not apply to them']
+    >>> equality_delete_blockers(simple_merge_spec(["k"]), TableFacts(("k",), ("k",), 5, spec_id=1,
+    ...     older_specs=(SpecFacts(0, ("k",), 2),)))
+    []
     """
     if not isinstance(spec, MergeSpec):
         return ["UPDATE and DELETE with a predicate must scan the target to find the rows"]
@@ -55,17 +131,7 @@ def equality_delete_blockers(spec: OperationSpec, facts: TableFacts) -> list[str
     if spec.on_columns is None or set(spec.on_columns) != set(facts.identifier):
         on = list(spec.on_columns) if spec.on_columns is not None else spec.on
         reasons.append(f"on={on!r} is not the table's identifier columns {list(facts.identifier)!r}")
-    outside = [c for c in facts.partition_sources if c not in facts.identifier]
-    if outside:
-        reasons.append(
-            f"partition columns {outside} are not key columns, so a key's old row may sit in another partition"
-        )
-    if facts.other_spec_files:  # Iceberg scopes a partitioned equality delete to its spec's files
-        reasons.append(
-            f"{facts.other_spec_files} data files were written under an older partition spec; an equality "
-            "delete partitioned by the current spec would not apply to them"
-        )
-    return reasons
+    return reasons + equality_delete_specs(facts)[1]
 
 
 @dataclass(frozen=True)
@@ -104,7 +170,10 @@ def choose_strategy(
     copy-on-write wins (the deletes already on the files cost reads more than a rewrite), it runs.
     ``keys_unique=False`` (the pre-scan found NULL or repeated source keys) rules equality deletes out
     for 'auto': whether such keys are an error or rows to insert depends on the target rows they
-    match, which only a scanning encoding sees.
+    match, which only a scanning encoding sees. So does a table whose equality deletes would be
+    written under several partition specs (partition evolution, :func:`equality_delete_specs`): valid
+    Iceberg that Iceberg Java reads, but DuckDB 1.5.5 fails on an equality delete whose spec has a
+    field a data file's spec lacks, so only an explicit request writes them.
 
     >>> from rowops.spec.operations import simple_merge_spec
     >>> facts = TableFacts(identifier=("k",), partition_sources=("k",), data_files=4)
@@ -117,6 +186,9 @@ def choose_strategy(
     >>> choose_strategy("auto", simple_merge_spec(["k"]), facts, est, read_weight=5.0).strategy
     'hybrid'
     >>> choose_strategy("auto", simple_merge_spec(["k"]), facts, est, read_weight=0.0, keys_unique=False).strategy
+    'hybrid'
+    >>> evolved = TableFacts(("k",), ("k",), 4, spec_id=1, older_specs=(SpecFacts(0, ("k",), 2),))
+    >>> choose_strategy("auto", simple_merge_spec(["k"]), evolved, est, read_weight=0.0).strategy
     'hybrid'
     """
     if requested not in STRATEGIES:
@@ -138,7 +210,7 @@ def choose_strategy(
         return Decision(HYBRID, "no source estimate: scan, then rewrite or add deletes per file")
     costs = strategy_costs(estimate, read_weight)
     allowed = allowed_strategies(spec, facts) - {HYBRID}
-    if keys_unique is False:
+    if keys_unique is False or len(equality_delete_specs(facts)[0]) > 1:
         allowed -= {EQUALITY_DELETE}
     best = choose_cheapest(costs, allowed)
     if best != POSITION_DELETE:  # equality deletes, or a rewrite that clears what reads now pay

@@ -6,6 +6,8 @@ PartitionFieldSpec(transform='bucket', source='k', param=16)
 'ts_day'
 >>> parse_partition_field("g")
 PartitionFieldSpec(transform='identity', source='g', param=None)
+>>> parse_partition_field("day(s.ts)")
+PartitionFieldSpec(transform='day', source='s.ts', param=None)
 >>> parse_partition_field("void(g)")
 PartitionFieldSpec(transform='void', source='g', param=None)
 >>> parse_partition_field("bucket(k)")
@@ -24,8 +26,9 @@ from rowops.errors import InvalidPartitionSpecError
 
 TIME_TRANSFORMS = ("year", "month", "day", "hour")
 _ALIASES = {"years": "year", "months": "month", "days": "day", "hours": "hour", "date": "day"}
-_CALL = re.compile(r"^\s*([A-Za-z_]+)\s*\(\s*(?:(\d+)\s*,\s*)?([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$")
-_COLUMN = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"  # a column, or a field of a struct: s.c1
+_CALL = re.compile(rf"^\s*([A-Za-z_]+)\s*\(\s*(?:(\d+)\s*,\s*)?({_NAME})\s*\)\s*$")
+_COLUMN = re.compile(rf"^\s*({_NAME})\s*$")
 
 
 @dataclass(frozen=True)
@@ -38,12 +41,16 @@ class PartitionFieldSpec:
 
     @property
     def field_name(self) -> str:
-        """Iceberg's conventional partition field name (as Iceberg's Java library names it)."""
+        """Iceberg's conventional partition field name (as Iceberg's Java library names it); a nested
+        source's dots become underscores (``s.c1`` -> ``s_c1``), as names of Avro record fields.
+
+        >>> parse_partition_field("bucket(4, s.c1)").field_name
+        's_c1_bucket'
+        """
+        source = self.source.replace(".", "_")
         if self.transform == "identity":
-            return self.source
-        if self.transform in ("bucket", "truncate"):
-            return f"{self.source}_{self.transform}"
-        return f"{self.source}_{self.transform}"
+            return source
+        return f"{source}_{self.transform}"
 
 
 def parse_partition_field(text: str) -> PartitionFieldSpec:

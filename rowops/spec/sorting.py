@@ -6,6 +6,8 @@ Defaults follow Iceberg and Spark: ascending, NULLs first when ascending and las
 SortFieldSpec(column='ts', descending=False, nulls_first=True)
 >>> parse_sort_field("amount DESC")
 SortFieldSpec(column='amount', descending=True, nulls_first=False)
+>>> parse_sort_field("s.c1 DESC").column
+'s.c1'
 >>> parse_sort_field("k asc nulls last")
 SortFieldSpec(column='k', descending=False, nulls_first=False)
 >>> parse_sort_field("bucket(4, k)")
@@ -24,7 +26,8 @@ from dataclasses import dataclass
 from rowops.errors import InvalidSortOrderError
 
 _FIELD = re.compile(
-    r"^\s*([A-Za-z_][A-Za-z0-9_]*)(?:\s+(ASC|DESC))?(?:\s+NULLS\s+(FIRST|LAST))?\s*$", re.IGNORECASE
+    r"^\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)(?:\s+(ASC|DESC))?(?:\s+NULLS\s+(FIRST|LAST))?\s*$",
+    re.IGNORECASE,
 )
 
 

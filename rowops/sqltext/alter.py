@@ -110,6 +110,13 @@ class _Tokens:
             return self.items[self.i - 1][1]
         raise SqlSyntaxError(f"ALTER TABLE: expected {what} at {self.rest()!r}")
 
+    def path(self, what: str) -> str:
+        """A name, or a dotted path of names (``s.c1``: a field of a struct)."""
+        parts = [self.name(what)]
+        while self.punct("."):
+            parts.append(self.name(what))
+        return ".".join(parts)
+
     def number(self) -> str | None:
         if self.i < len(self.items) and self.items[self.i][0] == "number":
             self.i += 1
@@ -127,9 +134,7 @@ def parse_alter(text: str) -> Alter:
     """Parse one ``ALTER TABLE`` statement of the supported subset."""
     tokens = _Tokens(text)
     tokens.expect("ALTER", "TABLE")
-    target = tokens.name("a table name")
-    while tokens.punct("."):
-        target += "." + tokens.name("a table name")
+    target = tokens.path("a table name")
     if tokens.accept("ADD", "PARTITION", "FIELD"):
         term = _term(tokens)
         alter = Alter(target, "ADD PARTITION FIELD", add=((term, _alias(tokens)),))
@@ -153,14 +158,14 @@ def parse_alter(text: str) -> Alter:
 
 def _term(tokens: _Tokens) -> str:
     """A partition term as ``partition_by`` spells it: ``col`` or ``transform(N, col)``."""
-    head = tokens.name("a column or a partition transform")
+    head = tokens.path("a column or a partition transform")
     if not tokens.punct("("):
         return head
     transform = _PLURAL.get(head.lower(), head.lower())
     number = tokens.number()
     if number is not None and not tokens.punct(","):
         _fail(tokens, "','")
-    column = tokens.name("a column")
+    column = tokens.path("a column")
     if number is None and tokens.punct(","):  # truncate(col, W), as older Iceberg releases wrote it
         number = tokens.number() or _fail(tokens, "a number")
     if not tokens.punct(")"):
@@ -195,7 +200,7 @@ def _write(tokens: _Tokens, target: str) -> Alter:
 
 
 def _sort_field(tokens: _Tokens) -> str:
-    column = tokens.name("a sort column")
+    column = tokens.path("a sort column")
     if tokens.punct("("):
         raise UnsupportedSqlError(
             f"ALTER TABLE ... WRITE ORDERED BY {column}(...): sort orders of transforms are not supported",

@@ -15,6 +15,7 @@ from rowops.errors import ExecutorEnvironmentError
 from tests.connect.conftest import server_env, server_python
 from tests.oracles.s3_server import S3Server
 from tests.readers import assert_readers_agree
+from tests.sql_smoke import sql_smoke
 
 pytestmark = pytest.mark.connect
 COLUMNS = ["k", "s"]
@@ -89,3 +90,11 @@ def test_missing_executor_module_fails_up_front(
         assert not (tmp_path / "lake").exists() or not any((tmp_path / "lake").rglob("*.json"))
     finally:
         session.stop()
+
+
+def test_smoke_sql_from_connect_client(spark: SparkSession, tmp_path: Path) -> None:
+    """``rowops.sql`` text (MERGE / UPDATE / DELETE / EXPLAIN / ALTER TABLE, queries over lake tables,
+    time travel) from a thin client: ``tests/sql_smoke.py``."""
+    lake = rowops.Lakehouse(tmp_path / "lake", spark=spark)
+    checked = sql_smoke(lake)
+    assert checked["duckdb"] == "ok"

@@ -26,6 +26,7 @@ from tests.spark.tables import COLUMNS, fingerprint, frame, make_row
 from tests.spark.test_catalogs import pyiceberg_table
 from tests.spark.test_catalogs import row as catalog_row
 from tests.spark.test_merge_semantics import unchanged
+from tests.sql_smoke import sql_smoke
 
 N = 20
 SOURCE_KEYS = (1, 2, 3, 4, 6, 8, 21, 22, 25)
@@ -366,3 +367,9 @@ def test_cte_and_values_sources(lake, strategy, java) -> None:  # type: ignore[n
     rowops.sql(lake, with_cte, strategy=strategy)
     rowops.sql(lake, values, strategy=strategy)
     assert_readers_agree(table, list(expected.values()), COLUMNS, java)
+
+
+def test_sql_smoke(lake, java) -> None:  # type: ignore[no-untyped-def]
+    """The SQL surface in one pass (``tests/sql_smoke.py``; also run on pyspark 4.x and Spark Connect)."""
+    checked = sql_smoke(lake, java)
+    assert checked["duckdb"] == "ok"

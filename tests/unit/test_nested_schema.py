@@ -11,6 +11,7 @@ from rowops.errors import InvalidInputError, InvalidPartitionSpecError
 from rowops.exec.types import FIELD_ID_KEY, to_iceberg_schema, to_spark_schema, writable
 from rowops.meta.tables import NAME_MAPPING, new_metadata
 from rowops.spec.partitioning import parse_partition_by
+from rowops.spec.sorting import parse_sort_by
 
 SPARK = T.StructType(
     [
@@ -69,5 +70,28 @@ def test_nested_columns_cannot_be_keys_or_partitions(column: str) -> None:
     with pytest.raises(InvalidInputError, match="nested type") as caught:
         new_metadata(schema, [], [column], "/lake/t")
     assert "Help:" in str(caught.value)
-    with pytest.raises(InvalidPartitionSpecError, match="primitive top-level"):
+    with pytest.raises(InvalidPartitionSpecError, match="nested type"):
         new_metadata(schema, parse_partition_by([column]), [], "/lake/t")
+
+
+@pytest.mark.parametrize("source", ["a.element", "m.key", "m.value.element"])
+def test_no_partition_or_sort_source_inside_lists_or_maps(source: str) -> None:
+    schema = to_iceberg_schema(SPARK)
+    with pytest.raises(InvalidPartitionSpecError, match="inside a list or a map") as caught:
+        new_metadata(schema, parse_partition_by([f"bucket(4, {source})"]), [], "/lake/t")
+    assert "Help:" in str(caught.value)
+    with pytest.raises(InvalidInputError, match="inside a list or a map"):
+        new_metadata(schema, [], [], "/lake/t", sort_fields=parse_sort_by([source]))
+
+
+def test_struct_fields_partition_and_sort() -> None:
+    """Iceberg allows a primitive of a struct as a source: ids point at the nested field, names are
+    Avro-safe."""
+    schema = to_iceberg_schema(SPARK)
+    spec = ["s.c1", "bucket(4, s.c2)"]
+    metadata = new_metadata(
+        schema, parse_partition_by(spec), [], "/lake/t", sort_fields=parse_sort_by(["s.c1 DESC"])
+    )
+    c1, c2 = (metadata.schema().find_field(n).field_id for n in ("s.c1", "s.c2"))
+    assert [(f.name, f.source_id) for f in metadata.spec().fields] == [("s_c1", c1), ("s_c2_bucket", c2)]
+    assert [f.source_id for f in metadata.sort_order().fields] == [c1]

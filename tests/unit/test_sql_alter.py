@@ -69,6 +69,14 @@ from rowops.sqltext.parse import parse_statement
             "ALTER TABLE db.t WRITE UNORDERED",
             Alter("db.t", "WRITE UNORDERED", sort_by=(), distribution="none"),
         ),
+        (  # fields of structs
+            "ALTER TABLE db.t REPLACE PARTITION FIELD s.c1 WITH bucket(4, `s`.c2) AS b",
+            Alter("db.t", "REPLACE PARTITION FIELD", add=(("bucket(4, s.c2)", "b"),), drop=("s.c1",)),
+        ),
+        (
+            "ALTER TABLE db.t WRITE ORDERED BY s.c1 DESC",
+            Alter("db.t", "WRITE ORDERED BY", sort_by=("s.c1 DESC",), distribution="range"),
+        ),
     ],
 )
 def test_supported_alter_statements(text: str, expected: Alter) -> None:
