@@ -206,7 +206,7 @@ def _required(name: str, type_text: object, has_default: bool) -> bool:
     if not has_default:
         raise InvalidSchemaChangeError(
             f"Cannot add column {name!r} as NOT NULL without a default: the rows already in the table "
-            "have no value for it",
+            "have no value for it (Iceberg needs an initial default)",
             help='Add it nullable (e.g. "int"), then fill it with an UPDATE; or, on a format v3 table, '
             'give it a default (add_columns({...}, defaults={"c": value})). Nothing was changed.',
         )
