@@ -77,11 +77,11 @@ def read_as_stored(
 ) -> DataFrame:
     """The columns of ``schema`` (then ``extra``) of ``files``, by field id.
 
-    A column with an ``initial-default`` (format v3) reads it in files that do not store the column
-    (``LiveFile.absent``, from their footers). A widened column is read with the type each file stores it in (Spark's Parquet reader does not
+    A widened column is read with the type each file stores it in (Spark's Parquet reader does not
     promote int to long, float to double or decimals across physical types) and cast: files are read
-    in one group per stored type, the groups united. Columns a file lacks read as NULL; renamed
-    columns are found by their field id.
+    in one group per stored type (and set of absent defaulted columns), the groups united. Columns a
+    file lacks read as NULL, or as their ``initial-default`` (format v3; ``LiveFile.absent``, from the
+    files' footers); renamed columns are found by their field id.
     """
     struct = to_spark_schema(schema)
     defaults = initial_defaults(schema)
