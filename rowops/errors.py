@@ -127,6 +127,15 @@ class InvalidSchemaChangeError(InvalidInputError):
     help = "See README.md, section Schema evolution, for the changes rowops supports."
 
 
+class NoDefaultError(InvalidInputError):
+    """``SET c = DEFAULT`` (or ``rowops.DEFAULT``) for a column that has no write-default."""
+
+    help = (
+        "Give the column a write-default first (format v3 tables: table.set_default(column, value), "
+        "or add_columns(..., defaults=...)), or assign a value. Nothing was changed."
+    )
+
+
 class SchemaMismatchError(RowOpsError):
     """The source data does not match the target table schema."""
 

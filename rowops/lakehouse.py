@@ -31,6 +31,7 @@ from rowops.exec.session import configure, create_session
 from rowops.exec.types import to_iceberg_schema
 from rowops.exec.validation import require_dataframe
 from rowops.exec.write import staging
+from rowops.meta.defaults import with_write_defaults
 from rowops.meta.fileio import make_io, s3a_conf
 from rowops.meta.files import TableFiles
 from rowops.meta.paths import is_remote, lake_location, local_path
@@ -286,6 +287,7 @@ class Lakehouse:
         properties: dict[str, str] | None = None,
         sort_by: Sequence[str] | None = None,
         format_version: int = 2,
+        defaults: Mapping[str, object] | None = None,
     ) -> Table:
         """Create an Iceberg table (format v2, or v3); rows of ``data`` (if a DataFrame) are its first snapshot.
 
@@ -301,9 +303,11 @@ class Lakehouse:
                 data file rowops writes is sorted by it.
             format_version: 2 (default) or 3: a v3 table tracks row lineage and gets its position
                 deletes as deletion vectors (Puffin files, at most one per data file).
+            defaults: format v3 only: ``{column: value}``, the columns' Iceberg ``write-default``,
+                stored by writes whose source lacks the column and by ``SET c = DEFAULT``.
         """
         ident = self.create_in(
-            None, name, data, partition_by, identifier, properties, sort_by, format_version
+            None, name, data, partition_by, identifier, properties, sort_by, format_version, defaults
         )
         return Table(self, ident)
 
@@ -317,6 +321,7 @@ class Lakehouse:
         properties: dict[str, str] | None = None,
         sort_by: Sequence[str] | None = None,
         format_version: int = 2,
+        defaults: Mapping[str, object] | None = None,
     ) -> TableIdentifier:
         """Create a table now (``tx`` None) or inside a transaction."""
         ident = TableIdentifier.parse(name)
@@ -339,6 +344,7 @@ class Lakehouse:
             parse_sort_by(name_list(sort_by, "sort_by")),
             format_version,
         )
+        metadata = with_write_defaults(metadata, defaults or {})
         if isinstance(data, DataFrame):
             self._create_with_rows(ident, data, metadata, tx)
         elif tx is not None:

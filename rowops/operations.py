@@ -27,7 +27,7 @@ from rowops.exec.changes import (
     merge_changes_sliced,
     update_changes,
 )
-from rowops.exec.checks import checked_spec
+from rowops.exec.checks import checked_spec, with_write_defaults
 from rowops.exec.expressions import case_sensitive
 from rowops.exec.job_errors import spark_errors
 from rowops.exec.prescan import SourceKeys, file_keys, scan_source_keys
@@ -134,6 +134,8 @@ def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: 
     loaded = table.load()
     isolation_level(loaded.metadata.properties)  # unknown values fail before any work
     row_level_conflicts(loaded.metadata.properties)
+    if source is not None:  # a column the source lacks: its write-default (format v3), if any
+        source = with_write_defaults(source, loaded.metadata.schema())
     spec = checked_spec(spec, source, loaded.metadata, table.lake.spark)
     small = source is not None and is_small(source)  # Spark's estimate: pre-scanned in one task
     source = evaluate_once(source) if source is not None else None
@@ -509,7 +511,9 @@ def _commit(
 
 
 def append_delta(df: DataFrame, metadata: TableMetadata, stage: Staging) -> RowDelta:
-    """Write ``df``'s rows (checked against the table schema) and describe them as an append."""
+    """Write ``df``'s rows (checked against the table schema; columns it lacks that have a
+    write-default get it) and describe them as an append."""
+    df = with_write_defaults(df, metadata.schema())
     check_source(df.schema, metadata.schema(), case_sensitive=case_sensitive(df.sparkSession))
     written = write_data(df, metadata, stage.next_dir("data"))
     added = tuple(data_files_from_parquet(written, metadata, stage.io))

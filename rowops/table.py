@@ -331,13 +331,24 @@ class Table:
 
     # -- schema evolution (one commit each; field ids preserved; see meta/evolution.py) ------------
     @checked_call
-    def add_columns(self, columns: Mapping[str, str]) -> None:
-        """Add optional columns, e.g. ``{"discount": "decimal(12,2)"}`` (name -> Spark SQL type).
+    def add_columns(self, columns: Mapping[str, str], defaults: Mapping[str, object] | None = None) -> None:
+        """Add columns, e.g. ``{"discount": "decimal(12,2)"}`` (name -> Spark SQL type).
 
-        Rows written before read NULL in them. Raises ``InvalidSchemaChangeError`` for a name the table
-        has (ignoring case) or an unknown type; the table is then unchanged.
+        Rows written before read NULL in them, or, on a format v3 table, the column's default:
+        ``defaults={"discount": Decimal("0.00")}`` sets its Iceberg ``initial-default`` (what older rows
+        read) and ``write-default`` (what writes that do not give the column store, and
+        ``SET discount = DEFAULT``). A column with a default may be ``NOT NULL`` (``"int NOT NULL"``).
+        Raises ``InvalidSchemaChangeError`` for a name the table has (ignoring case), an unknown type,
+        or defaults on a v1/v2 table; the table is then unchanged.
         """
-        self._evolve(lambda m: evolution.add_columns(m, columns))
+        self._evolve(lambda m: evolution.add_columns(m, columns, defaults))
+
+    @checked_call
+    def set_default(self, name: str, value: object) -> None:
+        """Set (``None``: remove) the write-default of a column of a format v3 table: what writes that
+        do not give the column store from now on. Its initial-default (what rows written before the
+        column existed read) never changes, as the Iceberg spec requires."""
+        self._evolve(lambda m: evolution.set_write_default(m, name, value))
 
     @checked_call
     def widen_column(self, name: str, new_type: str) -> None:

@@ -155,10 +155,11 @@ class Transaction:
         properties: dict[str, str] | None = None,
         sort_by: Sequence[str] | None = None,
         format_version: int = 2,
+        defaults: Mapping[str, object] | None = None,
     ) -> Table:
         """:meth:`Lakehouse.create_table` inside this transaction (visible to others at commit)."""
         ident = self.lake.create_in(
-            self._tx, name, data, partition_by, identifier, properties, sort_by, format_version
+            self._tx, name, data, partition_by, identifier, properties, sort_by, format_version, defaults
         )
         return Table(self.lake, ident, self._tx)
 

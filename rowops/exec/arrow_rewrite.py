@@ -19,7 +19,7 @@ writer types them (``write.stored_columns``: store-assignment casts, NOT NULL an
 raised in the job before any file is committed) and cast to the file's Arrow types in the task.
 
 Columns are matched by Iceberg field id and written under the current schema's names and types
-(widened types cast, columns the file lacks written as NULL, dropped columns left out), with the
+(widened types cast, columns the file lacks written as NULL or their initial-default, dropped columns left out), with the
 field ids, so the result is what Spark's rewrite writes. Files some equality delete applies to, or of
 another partition spec than the current one, are left to Spark (they need a key join or a new
 partition), as are files not written in the table's current sort order (rows keep their order here)
@@ -35,6 +35,7 @@ import itertools
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -52,6 +53,7 @@ from rowops.exec.compat import default_parallelism
 from rowops.exec.scan import FILE_COL, POS_COL, file_uris
 from rowops.exec.types import to_spark_type
 from rowops.exec.write import read_footers, stored_columns
+from rowops.meta.defaults import initial_defaults
 from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.fileio import filesystem, make_io
 from rowops.meta.files import LiveFile, WrittenFile
@@ -176,13 +178,14 @@ def _rewrite_task(
     become one output row (idx, written file, rows written)."""
     schema = metadata.schema()
     options = writer_options(metadata.properties)
+    defaults = initial_defaults(schema)
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         io = make_io(io_properties)
         target = _target_schema(schema)
         for idx, changes in per_file(batches):
             key = join(directory, f"part-arrow-{uuid.uuid4()}.parquet")
-            rows = _rewrite_changed(io, changes, target, key, options)
+            rows = _rewrite_changed(io, changes, target, key, options, defaults)
             out = {"idx": [idx], "written": [key if rows else None], "rows": [rows]}
             yield pa.RecordBatch.from_pydict(out, schema=_OUT_ARROW)
 
@@ -215,7 +218,12 @@ def per_file(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table]
 
 
 def _rewrite_changed(
-    io: FileIO, changes: pa.Table, target: pa.Schema, key: str, options: Mapping[str, object]
+    io: FileIO,
+    changes: pa.Table,
+    target: pa.Schema,
+    key: str,
+    options: Mapping[str, object],
+    defaults: Mapping[int, Any],
 ) -> int:
     """Rewrite one file from its change rows (idx, pos, op, path, values...) into ``key``."""
     changes = changes.combine_chunks()
@@ -229,7 +237,7 @@ def _rewrite_changed(
         values = [changes.column(4 + i).filter(mask).cast(f.type) for i, f in enumerate(target)]
         new = NewRows(pos[is_new], pa.Table.from_arrays(values, schema=target))
     dropped = np.unique(pos[op != _FILE])  # a replaced row is dropped, its new version put in its place
-    return rewrite_file(io, path, dropped, target, key, options, new)
+    return rewrite_file(io, path, dropped, target, key, options, new, defaults)
 
 
 def writer_options(properties: Mapping[str, str]) -> dict[str, object]:
@@ -260,9 +268,11 @@ def _target_schema(schema: Schema) -> pa.Schema:
     return schema_to_pyarrow(schema, include_field_ids=True)
 
 
-def conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    """``batch``'s columns matched to ``target``'s fields by field id, cast to their types; NULL for
-    a field the batch lacks.
+def conform(
+    batch: pa.RecordBatch, target: pa.Schema, defaults: Mapping[int, Any] | None = None
+) -> pa.RecordBatch:
+    """``batch``'s columns matched to ``target``'s fields by field id, cast to their types; for a
+    field the batch lacks its initial-default (``defaults``, by field id; format v3), else NULL.
 
     >>> fid = lambda i: {b"PARQUET:field_id": str(i).encode()}
     >>> src = pa.RecordBatch.from_arrays([pa.array([1, 2], pa.int32())], schema=pa.schema([pa.field("old", pa.int32(), metadata=fid(1))]))
@@ -278,7 +288,10 @@ def conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     columns = []
     for field in target:
         i = by_id.get(field.metadata[FIELD_ID])
-        if i is None:
+        default = (defaults or {}).get(int(field.metadata[FIELD_ID]))
+        if i is None and default is not None:
+            columns.append(pa.repeat(pa.scalar(default, type=field.type), batch.num_rows))
+        elif i is None:
             columns.append(pa.nulls(batch.num_rows, field.type))
         else:
             column = batch.column(i)
@@ -325,10 +338,11 @@ def rewrite_file(
     key: str,
     options: Mapping[str, object],
     new: NewRows | None = None,
+    defaults: Mapping[int, Any] | None = None,
 ) -> int:
     """Write the rows of the Parquet file ``path`` but the (sorted, distinct) positions ``dropped``,
     and the ``new`` rows at their positions, to ``key``; returns the number of rows written (0: no
-    file is written)."""
+    file is written). Columns the file lacks get their initial-default (``defaults``) or NULL."""
     in_fs, in_path = filesystem(io, path)
     out_fs, out_path = filesystem(io, key)
     writer: pq.ParquetWriter | None = None
@@ -354,7 +368,7 @@ def rewrite_file(
                 keep = np.ones(rows, dtype=bool)
                 keep[dropped[lo:hi] - offset] = False
                 batch = batch.filter(pa.array(keep))
-            kept = pa.Table.from_batches([conform(batch, target)])
+            kept = pa.Table.from_batches([conform(batch, target, defaults)])
             if new is not None:
                 kept = new.placed_in(kept, offset, rows, keep)
             offset += rows

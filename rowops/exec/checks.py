@@ -6,11 +6,13 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.types import StructType
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from rowops.errors import InvalidInputError, NoSuchColumnError
 from rowops.exec.expressions import case_sensitive, check_expressions
 from rowops.exec.job_errors import spark_errors
 from rowops.exec.validation import check_assignments, check_source, table_frame
+from rowops.meta.defaults import resolve_defaults, sql_literal
 from rowops.meta.tables import check_key_type
 from rowops.spec.names import resolve, resolve_spec
 from rowops.spec.operations import MergeSpec, OperationSpec, UpdateSpec, describe
@@ -22,9 +24,36 @@ def checked_spec(
     """``spec`` with column names spelled as the table spells them, every expression checked."""
     schema = metadata.schema()
     spec = resolve_spec(spec, schema.column_names, case_sensitive(spark))  # nested names too (s.c1)
+    _check_assigned_columns(spec, metadata)
+    spec = resolve_defaults(spec, schema)  # SET c = DEFAULT, INSERT without c: write-defaults
     _validate(spec, source, metadata, spark)
     check_expressions(spark, spec, schema, source.schema if source is not None else None)
     return spec
+
+
+def with_write_defaults(source: DataFrame, schema: Schema) -> DataFrame:
+    """``source`` with a column for every table column it lacks that has a write-default (format
+    v3), holding that default: what ``INSERT *`` / ``UPDATE SET *`` / appends store for it."""
+    known = source.columns
+    sensitive = case_sensitive(source.sparkSession)
+    missing = [
+        f
+        for f in schema.fields
+        if f.write_default is not None and resolve(f.name, known, sensitive) not in known
+    ]
+    if not missing:
+        return source
+    return source.withColumns({f.name: F.expr(sql_literal(f.field_type, f.write_default)) for f in missing})
+
+
+def _check_assigned_columns(spec: OperationSpec, metadata: TableMetadata) -> None:
+    """The assigned columns name the table's columns (before their ``DEFAULT`` values resolve)."""
+    if isinstance(spec, UpdateSpec):
+        _check_columns([c for c, _ in spec.assignments], metadata, "set=", fields="update")
+    elif isinstance(spec, MergeSpec):
+        for clause in spec.clauses:
+            names = [c for c, _ in clause.assignments or ()]
+            _check_columns(names, metadata, clause.describe(), fields=clause.action)
 
 
 def _check_columns(names: list[str], metadata: TableMetadata, context: str, fields: str = "") -> None:

@@ -3,13 +3,16 @@
 Spark casts structs by position, so a source whose struct fields come in another order (or a value
 built by ``withField``) is first rebuilt field by field by name; :func:`conform` then leaves a plain
 cast to the table's type (``exec/write.py``). ``SET s.c1 = ...`` replaces one field of a struct with
-``Column.withField`` (a NULL struct stays NULL, as in Spark SQL).
+``Column.withField`` (a NULL struct stays NULL, as in Spark SQL). :func:`null_violations` finds NULLs
+in required nested fields, list elements and map values (Spark's cast into the table's type makes every
+nested field nullable, so the writer checks them itself).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from pyiceberg.types import IcebergType, ListType, MapType, StructType
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -75,3 +78,33 @@ def with_fields(base: Column, fields: Sequence[tuple[str, str]]) -> Column:
     for path, expression in fields:
         base = base.withField(path, F.expr(expression))
     return base
+
+
+def null_violations(value: Column, t: IcebergType, path: str) -> list[tuple[str, Column]]:
+    """Per required field, list element or map value inside ``value`` (of Iceberg type ``t``): its
+    path (``s.c1``, ``a.element``, ``m.value.v``) and a condition true when a row holds a NULL there
+    under a non-NULL parent (a NULL struct, list or map holds no required value)."""
+    out: list[tuple[str, Column]] = []
+    if isinstance(t, StructType):
+        for f in t.fields:
+            child, where = value.getField(f.name), f"{path}.{f.name}"
+            if f.required:
+                out.append((where, value.isNotNull() & child.isNull()))
+            out += [(p, value.isNotNull() & c) for p, c in null_violations(child, f.field_type, where)]
+    elif isinstance(t, ListType):
+        out += _in_elements(value, t.element_type, t.element_required, f"{path}.element")
+    elif isinstance(t, MapType):
+        out += _in_elements(F.map_values(value), t.value_type, t.value_required, f"{path}.value")
+    return out
+
+
+def _in_elements(array: Column, t: IcebergType, required: bool, path: str) -> list[tuple[str, Column]]:
+    """:func:`null_violations` of the elements of ``array``: some element violates."""
+    out = [(path, F.exists(array, lambda e: e.isNull()))] if required else []
+    paths = [p for p, _ in null_violations(F.lit(None), t, path)]
+    return out + [(p, F.exists(array, _violation_of(t, path, i))) for i, p in enumerate(paths)]
+
+
+def _violation_of(t: IcebergType, path: str, index: int) -> Callable[[Column], Column]:
+    """The ``index``-th violation condition of an element of type ``t`` (a lambda for ``F.exists``)."""
+    return lambda e: null_violations(e, t, path)[index][1]

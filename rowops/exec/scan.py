@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from pyiceberg.schema import Schema
 from pyiceberg.types import PrimitiveType
@@ -37,6 +38,7 @@ from pyspark.sql import types as T
 from rowops.exec.deletion_vectors import deletion_vector_positions
 from rowops.exec.listing import read_files, spark_name
 from rowops.exec.types import FIELD_ID_KEY, to_spark_schema, to_spark_type
+from rowops.meta.defaults import initial_defaults, sql_literal
 from rowops.meta.delete_index import DeleteIndex, delete_index
 from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, TableFiles
 from rowops.meta.paths import spark_uri
@@ -77,29 +79,45 @@ def read_as_stored(
 
     A widened column is read with the type each file stores it in (Spark's Parquet reader does not
     promote int to long, float to double or decimals across physical types) and cast: files are read
-    in one group per stored type, the groups united. Columns a file lacks read as NULL; renamed
-    columns are found by their field id.
+    in one group per stored type (and set of absent defaulted columns), the groups united. Columns a
+    file lacks read as NULL, or as their ``initial-default`` (format v3; ``LiveFile.absent``, from the
+    files' footers); renamed columns are found by their field id.
     """
     struct = to_spark_schema(schema)
+    defaults = initial_defaults(schema)
     groups: dict[str, list[LiveFile]] = defaultdict(list)
     for f in files:
-        groups[repr(_narrower(schema, f))].append(f)
+        groups[repr((_narrower(schema, f), sorted(f.absent & defaults.keys())))].append(f)
     parts = []
     for _, group in sorted(groups.items()):
         stored = dict(_narrower(schema, group[0]))
+        absent = group[0].absent & defaults.keys()
         fields = [
             T.StructField(s.name, to_spark_type(stored[i]), s.nullable, s.metadata) if i in stored else s
             for s, i in ((s, s.metadata[FIELD_ID_KEY]) for s in struct.fields)
         ]
         df = read_parquet(spark, T.StructType(fields), [f.path for f in group])
-        columns = [
-            F.col(f"`{s.name}`").cast(s.dataType).alias(s.name)
-            if s.metadata[FIELD_ID_KEY] in stored
-            else F.col(f"`{s.name}`")
-            for s in struct.fields
-        ]
+        columns = [_column(s, schema, stored, absent, defaults) for s in struct.fields]
         parts.append(df.select(*columns, *extra))
     return functools.reduce(DataFrame.unionByName, parts)
+
+
+def _column(
+    s: T.StructField,
+    schema: Schema,
+    stored: dict[int, PrimitiveType],
+    absent: frozenset[int],
+    defaults: dict[int, Any],
+) -> Column:
+    """A column as read: cast from its stored type, or the initial-default of a column the files
+    lack (format v3; NULL without one), else as is."""
+    field_id = s.metadata[FIELD_ID_KEY]
+    if field_id in absent:
+        field = schema.find_field(field_id)
+        return F.expr(sql_literal(field.field_type, defaults[field_id])).alias(s.name)
+    if field_id in stored:
+        return F.col(f"`{s.name}`").cast(s.dataType).alias(s.name)
+    return F.col(f"`{s.name}`")
 
 
 def _narrower(schema: Schema, f: LiveFile) -> list[tuple[int, PrimitiveType]]:

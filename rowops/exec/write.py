@@ -31,7 +31,7 @@ from rowops import faults
 from rowops.errors import WriteVerificationError, is_cleanable
 from rowops.exec.deletion_vectors import write_deletion_vectors, writes_deletion_vectors
 from rowops.exec.listing import DRIVER_LISTING
-from rowops.exec.nested import NESTED, conform
+from rowops.exec.nested import NESTED, conform, null_violations
 from rowops.exec.nested_ids import add_element_ids, needs_element_ids
 from rowops.exec.scan import FILE_COL, POS_COL, file_uris
 from rowops.exec.session import session_conf
@@ -192,7 +192,7 @@ def _stored(name: str, source: T.DataType | None, target: T.DataType) -> Column:
     (numeric overflow, NaN into a decimal) raises instead of becoming NULL, whatever the session's
     ``spark.sql.ansi.enabled`` (``try_cast`` gives NULL for exactly those values)."""
     col = F.col(f"`{name}`")
-    if isinstance(target, NESTED):  # struct fields matched by name; nested NULLs are not checked
+    if isinstance(target, NESTED):  # struct fields matched by name; nested NULLs checked by the caller
         return conform(col, source, target).cast(writable(target))
     if source is None or widens(source, target):
         return col.cast(target)
@@ -230,10 +230,12 @@ def _typed_columns(schema: Schema, source: T.StructType | None = None) -> list[C
     columns = []
     for f in schema.fields:
         col = _stored(f.name, types.get(f.name, types.get(f.name.lower())), to_spark_type(f.field_type))
-        if f.required:
+        checks = [(f.name, col.isNull())] if f.required else []
+        checks += null_violations(col, f.field_type, f.name)  # required fields inside it: s.c1, a.element
+        for path, violated in reversed(checks):
             kind = " (an identifier field)" if f.field_id in identifier else ""
-            prefix = F.lit(f"{NULL_MARKER}: column {f.name} is declared NOT NULL{kind}; offending row: ")
-            col = F.when(col.isNull(), F.raise_error(F.concat(prefix, _row_hint(schema)))).otherwise(col)
+            prefix = F.lit(f"{NULL_MARKER}: column {path} is declared NOT NULL{kind}; offending row: ")
+            col = F.when(violated, F.raise_error(F.concat(prefix, _row_hint(schema)))).otherwise(col)
         columns.append(col.alias(f.name, metadata={FIELD_ID_KEY: f.field_id}))
     return columns
 

@@ -47,6 +47,7 @@ from rowops.errors import (
     InvalidSchemaChangeError,
     NoSuchColumnError,
 )
+from rowops.meta.defaults import check_columns, check_version, normalize
 from rowops.meta.fileio import read_footer
 
 _SIMPLE: dict[str, IcebergType] = {
@@ -197,24 +198,39 @@ def _check_new_name(metadata: TableMetadata, name: object, what: str) -> str:
     return name
 
 
-def _check_optional(name: str, type_text: object) -> None:
-    """A new column cannot be NOT NULL: the rows already written have no value for it (Iceberg would
-    need an ``initial-default``, which rowops does not write)."""
-    if isinstance(type_text, str) and _NOT_NULL.search(type_text):
+def _required(name: str, type_text: object, has_default: bool) -> bool:
+    """Whether a new column is NOT NULL. Only with a default (format v3): the rows already written
+    read its initial-default; without one they would have no value for it."""
+    if not (isinstance(type_text, str) and _NOT_NULL.search(type_text)):
+        return False
+    if not has_default:
         raise InvalidSchemaChangeError(
-            f"Cannot add column {name!r} as NOT NULL: the rows already in the table have no value for it",
-            help='Add it nullable (e.g. "int"), then fill it with an UPDATE; a required column needs an '
-            "initial default, which rowops does not support. Nothing was changed.",
+            f"Cannot add column {name!r} as NOT NULL without a default: the rows already in the table "
+            "have no value for it (Iceberg needs an initial default)",
+            help='Add it nullable (e.g. "int"), then fill it with an UPDATE; or, on a format v3 table, '
+            'give it a default (add_columns({...}, defaults={"c": value})). Nothing was changed.',
         )
+    return True
 
 
-def add_columns(metadata: TableMetadata, columns: Mapping[str, str]) -> SchemaChange:
-    """New optional columns (name -> Spark SQL type), with fresh field ids after ``last-column-id``."""
+def add_columns(
+    metadata: TableMetadata, columns: Mapping[str, str], defaults: Mapping[str, object] | None = None
+) -> SchemaChange:
+    """New columns (name -> Spark SQL type, ``NOT NULL`` only with a default), with fresh field ids
+    after ``last-column-id``; ``defaults`` (format v3) become their initial- and write-default."""
     if not isinstance(columns, Mapping) or not columns:
         raise InvalidSchemaChangeError(
             f"add_columns takes a non-empty mapping of column name to type, got {columns!r}",
             help='Pass e.g. {"discount": "decimal(12,2)"}.',
         )
+    defaults = dict(defaults or {})
+    if defaults:
+        check_version(metadata.format_version, "add columns with defaults")
+        unknown = [n for n in defaults if n not in columns]
+        if unknown:
+            raise InvalidSchemaChangeError(
+                f"Cannot add columns: defaults for {unknown}, which are not among the new columns {list(columns)}"
+            )
     update = _update(metadata)
     seen: set[str] = set()
     for name, type_text in columns.items():
@@ -222,9 +238,29 @@ def add_columns(metadata: TableMetadata, columns: Mapping[str, str]) -> SchemaCh
         if name.lower() in seen:
             raise InvalidSchemaChangeError(f"Cannot add column {name!r} twice")
         seen.add(name.lower())
-        _check_optional(name, type_text)
-        update.add_column(name, parse_type(type_text), required=False)
+        required = _required(name, type_text, name in defaults)
+        field_type = parse_type(_NOT_NULL.sub("", type_text) if required else type_text)
+        value = normalize(name, field_type, defaults[name]) if name in defaults else None
+        update.add_column(name, field_type, required=required, default_value=value)
     return _finish(metadata, update, "add columns " + ", ".join(columns))
+
+
+def set_write_default(metadata: TableMetadata, name: str, value: object) -> SchemaChange:
+    """Change (or, with ``None``, remove) the write-default of a column (format v3); its
+    initial-default, which rows of older files read, never changes."""
+    check_version(metadata.format_version, "set a column default")
+    _field(metadata, name, "set a column default")
+    check_columns(metadata.schema(), {name: value}, "set a column default")
+    field = metadata.schema().find_field(name)
+    if value is None and field.required:
+        raise InvalidSchemaChangeError(
+            f"Cannot remove the write-default of the required column {name!r}",
+            help="A NOT NULL column keeps a write-default so that writers without the column can fill it.",
+        )
+    normalized = None if value is None else normalize(name, field.field_type, value)
+    update = _update(metadata)
+    update._set_column_default_value(name, normalized)  # pyiceberg 0.12: no public setter
+    return _finish(metadata, update, f"set default of column {name}")
 
 
 def widen_column(metadata: TableMetadata, name: str, new_type: str) -> SchemaChange:
@@ -316,29 +352,46 @@ def promoted_ids(metadata: TableMetadata) -> frozenset[int]:
     return frozenset(i for i, seen in types.items() if len(seen) > 1)
 
 
+def defaulted_ids(metadata: TableMetadata) -> frozenset[int]:
+    """Top-level field ids that have an ``initial-default`` in some schema of the table (format v3):
+    files without them read the default, not NULL."""
+    return frozenset(
+        f.field_id for schema in metadata.schemas for f in schema.fields if f.initial_default is not None
+    )
+
+
 def stored_types(io: FileIO, path: str, ids: frozenset[int]) -> tuple[tuple[int, PrimitiveType], ...]:
     """The Iceberg types a Parquet file stores for the top-level field ``ids`` it has (from its footer)."""
-    return tuple((i, t) for i, t in _footer_types(io, path) if i in ids)
+    return tuple((i, t) for i, t in _footer_types(io, path)[0] if i in ids)
 
 
-_FOOTER_TYPES: dict[str, tuple[tuple[int, PrimitiveType], ...]] = {}  # files are immutable
+def absent_ids(io: FileIO, path: str, ids: frozenset[int]) -> frozenset[int]:
+    """Which of the top-level field ``ids`` a Parquet file does not store (from its footer)."""
+    return ids - _footer_types(io, path)[1]
+
+
+_FooterTypes = tuple[tuple[tuple[int, PrimitiveType], ...], frozenset[int]]
+_FOOTER_TYPES: dict[str, _FooterTypes] = {}  # files are immutable
 _FOOTER_CACHE_SIZE = 65536
 
 
-def _footer_types(io: FileIO, path: str) -> tuple[tuple[int, PrimitiveType], ...]:
+def _footer_types(io: FileIO, path: str) -> _FooterTypes:
+    """(field id, Iceberg type) of the file's top-level primitive columns, and every top-level id."""
     cached = _FOOTER_TYPES.get(path)
     if cached is not None:
         return cached
     footer, _ = read_footer(io, path)
-    out = []
+    out, ids = [], set()
     for field in footer.schema.to_arrow_schema():
         raw = (field.metadata or {}).get(b"PARQUET:field_id")
         stored = _from_arrow(field.type)
+        if raw is not None:
+            ids.add(int(raw))
         if raw is not None and stored is not None:
             out.append((int(raw), stored))
     if len(_FOOTER_TYPES) >= _FOOTER_CACHE_SIZE:
         _FOOTER_TYPES.clear()
-    _FOOTER_TYPES[path] = tuple(out)
+    _FOOTER_TYPES[path] = (tuple(out), frozenset(ids))
     return _FOOTER_TYPES[path]
 
 

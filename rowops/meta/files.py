@@ -24,7 +24,7 @@ from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, PrimitiveType, StringType
 
 from rowops.errors import SnapshotExpiredError
-from rowops.meta.evolution import promoted_ids, stored_types
+from rowops.meta.evolution import absent_ids, defaulted_ids, promoted_ids, stored_types
 from rowops.meta.fileio import read_footer
 from rowops.meta.manifests import PartitionFilter, read_live
 from rowops.meta.metrics import statistics_plan
@@ -61,6 +61,8 @@ class LiveFile:
     partition_sources: tuple[int, ...] | None = None  # source field ids of its spec's fields (None: unknown)
     # (field id, type in the file) of the table's widened columns this file has (``meta/evolution.py``)
     stored: tuple[tuple[int, PrimitiveType], ...] = field(default=(), compare=False)
+    # field ids of columns with an initial-default (format v3) this file does not store
+    absent: frozenset[int] = field(default=frozenset(), compare=False)
 
     @property
     def data_file(self) -> DataFile:
@@ -188,10 +190,13 @@ def _live(entry: ManifestEntry, metadata: TableMetadata) -> LiveFile:
     )
 
 
-def _with_stored_types(f: LiveFile, io: FileIO, promoted: frozenset[int]) -> LiveFile:
+def _with_stored_types(
+    f: LiveFile, io: FileIO, promoted: frozenset[int], defaulted: frozenset[int]
+) -> LiveFile:
     if f.content == DataFileContent.POSITION_DELETES:
         return f
-    return replace(f, stored=stored_types(io, f.path, promoted))
+    stored = stored_types(io, f.path, promoted) if promoted else ()
+    return replace(f, stored=stored, absent=absent_ids(io, f.path, defaulted) if defaulted else frozenset())
 
 
 def live_files(
@@ -230,10 +235,11 @@ def live_files(
     files = [f for live in per_manifest for f in live]
     if keep is not None:
         files = [f for f in files if keep.partition(f.spec_id, f.partition)]
-    promoted = promoted_ids(metadata)
-    if promoted:  # a widened column: which type does each file store? (footers, cached)
+    promoted, defaulted = promoted_ids(metadata), defaulted_ids(metadata)
+    if promoted or defaulted:  # a widened column: which type does each file store? a column with an
+        # initial-default: does the file have it? (footers, cached)
         with ThreadPoolExecutor(max_workers=8) as pool:
-            files = list(pool.map(lambda f: _with_stored_types(f, io, promoted), files))
+            files = list(pool.map(lambda f: _with_stored_types(f, io, promoted, defaulted), files))
     return TableFiles(
         snapshot_id=snapshot.snapshot_id,
         sequence_number=int(snapshot.sequence_number or 0),

@@ -23,6 +23,18 @@ from rowops.errors import InvalidInputError
 MatchKind = Literal["matched", "not_matched", "not_matched_by_source"]
 ActionKind = Literal["update", "delete", "insert"]
 STRATEGIES = ("auto", "copy-on-write", "position-delete", "equality-delete", "hybrid")
+DEFAULT = "DEFAULT"  # an assigned value: the column's write-default (``rowops.DEFAULT``, SQL's DEFAULT)
+
+
+def is_default(expression: str) -> bool:
+    """Whether an assigned expression is SQL's ``DEFAULT`` keyword (a column named ``default`` is
+    written quoted: `` `default` ``).
+
+    >>> is_default(" default "), is_default("`default`"), is_default("s.default")
+    (True, False, False)
+    """
+    return expression.strip().upper() == DEFAULT
+
 
 _ALLOWED_ACTIONS: dict[str, tuple[str, ...]] = {
     "matched": ("update", "delete"),

@@ -35,6 +35,7 @@ from sqlglot import exp
 
 from rowops.errors import InvalidInputError, UnsupportedSqlError
 from rowops.spec.operations import (
+    DEFAULT,
     DeleteSpec,
     MatchKind,
     MergeClause,
@@ -182,13 +183,11 @@ def _requalify(node: exp.Expr, aliases: dict[str, str | None], where: str) -> st
 
 
 def _value(node: exp.Expr, aliases: dict[str, str | None], where: str) -> str:
-    if (
-        isinstance(node, exp.Column)
-        and not node.table
-        and not node.this.quoted
-        and node.name.upper() == "DEFAULT"
-    ):
-        raise UnsupportedSqlError(f"DEFAULT values in {where} are not supported by rowops.sql")
+    """An assigned value; the ``DEFAULT`` keyword (sqlglot: a bare column, or a ``Var`` in ``VALUES``)
+    becomes :data:`DEFAULT`, the column's write-default."""
+    bare = isinstance(node, exp.Column) and not node.table and not node.this.quoted
+    if (bare or isinstance(node, exp.Var)) and node.name.upper() == DEFAULT:
+        return DEFAULT
     return _requalify(node, aliases, where)
 
 

@@ -33,6 +33,12 @@ def test_readme_examples_run(spark, tmp_path, monkeypatch) -> None:  # type: ign
     exec(compile(next(block for block in blocks if "add_columns" in block), str(README), "exec"), namespace)
     assert t.schema.column_names == ["id", "amount", "state", "discount"]  # type: ignore[attr-defined]
     assert t.to_df(snapshot_id=namespace["before"]).columns == ["id", "amount", "status"]  # type: ignore[attr-defined]
+    # column defaults (format v3) on a table of their own
+    exec(compile(next(block for block in blocks if "set_default" in block), str(README), "exec"), namespace)
+    got = {
+        r["id"]: (r["amount"], r["channel"], str(r["discount"])) for r in namespace["t3"].to_df().collect()
+    }  # type: ignore[attr-defined]
+    assert got == {1: (10, "store", "0.00"), 2: (21, "store", "0.00"), 3: (30, "store", "0.00")}
     # partition and sort order evolution on the same table
     exec(
         compile(next(block for block in blocks if "add_partition_field" in block), str(README), "exec"),

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from rowops.errors import InvalidInputError, SqlSyntaxError, UnsupportedSqlError
-from rowops.spec.operations import DeleteSpec, MergeClause, MergeSpec, UpdateSpec, simple_merge_spec
+from rowops.spec.operations import DEFAULT, DeleteSpec, MergeClause, MergeSpec, UpdateSpec, simple_merge_spec
 from rowops.sqltext.parse import Dml, Query, parse_statement
 from rowops.sqltext.tables import TimeTravel, lake_template, parse_query, snapshot_at, snapshot_of
 
@@ -141,7 +141,6 @@ def test_a_query_is_left_to_the_query_path() -> None:
             UnsupportedSqlError,
             "ON condition",
         ),
-        ("UPDATE db.t SET n = DEFAULT", UnsupportedSqlError, "DEFAULT"),
         (
             "MERGE INTO db.t t USING db.u s ON t.k = s.k WHEN NOT MATCHED THEN INSERT (k, n) VALUES (s.k)",
             UnsupportedSqlError,
@@ -215,3 +214,16 @@ def test_snapshot_at_a_time_is_the_last_one_at_or_before_it() -> None:
     assert snapshot_of(metadata, TimeTravel("snapshot", "7"), "db.t", None) == 7  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="no branch or tag 'nope'"):
         snapshot_of(metadata, TimeTravel("ref", "nope"), "db.t", None)  # type: ignore[arg-type]
+
+
+def test_default_keyword_becomes_the_default_sentinel() -> None:
+    """``DEFAULT`` (any case) in SET and in INSERT VALUES is rowops.DEFAULT; a quoted `default` is a column."""
+    update = parse_statement("UPDATE db.t SET n = default, m = `DEFAULT` WHERE k = 1").spec
+    assert isinstance(update, UpdateSpec)
+    assert update.assignments == (("n", DEFAULT), ("m", "`DEFAULT`"))
+    merge = parse_statement(
+        "MERGE INTO db.t t USING db.u s ON t.k = s.k WHEN MATCHED THEN UPDATE SET t.n = DEFAULT "
+        "WHEN NOT MATCHED THEN INSERT (k, n) VALUES (s.k, DEFAULT)"
+    ).spec
+    assert isinstance(merge, MergeSpec)
+    assert [c.assignments for c in merge.clauses] == [(("n", DEFAULT),), (("k", "s.k"), ("n", DEFAULT))]
