@@ -11,6 +11,7 @@ from rowops.exec.changes import matched_rows, merge_changes
 from rowops.exec.scan import scan
 from rowops.meta.delete_index import delete_index
 from rowops.spec.operations import simple_merge_spec
+from tests.readers import assert_readers_agree
 from tests.spark.spark_metrics import exchanges_above_scans_of, scans_of, shuffle_bytes_written
 from tests.spark.tables import BIG_ROWS as ROWS
 from tests.spark.tables import COLUMNS, frame, make_row, wide_source
@@ -148,7 +149,7 @@ def test_bitmap_and_groupby_cardinality_checks_agree(lake, big) -> None:  # type
         changes.release()
 
 
-def test_auto_paydown_clears_the_read_debt_of_every_candidate(lake) -> None:  # type: ignore[no-untyped-def]
+def test_auto_paydown_clears_the_read_debt_of_every_candidate(lake, java) -> None:  # type: ignore[no-untyped-def]
     """Two equality-delete upserts leave deletes on the original files and on the first upsert's
     files; a read-heavy ``auto`` MERGE that touches only original files rewrites those too (and folds
     the small ones into its new files): afterwards no delete applies to any data file, the dangling
@@ -170,5 +171,4 @@ def test_auto_paydown_clears_the_read_debt_of_every_candidate(lake) -> None:  # 
     files = table.files()
     index = delete_index(files)
     assert not files.deletes and not any(index.deletes_on(f) for f in files.data)
-    got = {r[0]: tuple(r) for r in table.to_df().select(*COLUMNS).collect()}
-    assert got == expected
+    assert_readers_agree(table, expected.values(), COLUMNS, java)
