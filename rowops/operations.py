@@ -20,6 +20,7 @@ from rowops.errors import (
     CardinalityViolationError,
 )
 from rowops.exec import strategies
+from rowops.exec.arrow_rewrite import arrow_eligible
 from rowops.exec.changes import (
     RowChanges,
     delete_changes,
@@ -40,7 +41,7 @@ from rowops.exec.strategies import WriteContext, Written
 from rowops.exec.summary import summarize
 from rowops.exec.validation import check_source
 from rowops.exec.write import Staging, staging, write_data
-from rowops.meta.delete_index import dangling_equality_deletes
+from rowops.meta.delete_index import dangling_equality_deletes, delete_index
 from rowops.meta.files import LiveFile, TableFiles, data_files_from_parquet, live_files
 from rowops.plan.colocation import DISABLED as COLOCATION_DISABLED
 from rowops.plan.colocation import JoinLayout, plan_join
@@ -111,6 +112,7 @@ def _estimate(
     all_rows = sum(f.record_count for f in planned_files.data) or 1
     per_row = sum(f.size for f in planned_files.data) / all_rows
     debt = read_debt(planned_files, candidates, read_weight)
+    in_arrow = arrow_eligible(loaded.metadata, delete_index(planned_files), candidates)
     return Estimate(
         source_rows=rows,
         source_bytes=int(rows * per_row),
@@ -123,6 +125,8 @@ def _estimate(
         pos_deleted_bytes=debt.pos_deleted_bytes,
         eq_deleted_bytes=debt.eq_deleted_bytes,
         debt_generations=debt.generations,
+        spark_rewrite_bytes=sum(f.size for f in candidates) - sum(f.size for f in in_arrow),
+        deleted_bytes=debt.deleted_bytes,
     )
 
 
@@ -323,7 +327,8 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
         new = counts["insert"] + counts["update"]
         removed = strategies.removed_by_path(ctx, summary.removed)
         if planned.decision.strategy == COPY_ON_WRITE:
-            written = strategies.copy_on_write(ctx, changes, removed, new, planned.read_weight)
+            clear = planned.candidates if planned.decision.clears_debt else ()
+            written = strategies.copy_on_write(ctx, changes, removed, new, planned.read_weight, clear)
         elif planned.decision.strategy == HYBRID:
             written = strategies.hybrid(ctx, changes, removed, new, planned.read_weight)
         else:

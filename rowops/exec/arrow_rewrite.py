@@ -20,9 +20,12 @@ raised in the job before any file is committed) and cast to the file's Arrow typ
 
 Columns are matched by Iceberg field id and written under the current schema's names and types
 (widened types cast, columns the file lacks written as NULL or their initial-default, dropped columns left out), with the
-field ids, so the result is what Spark's rewrite writes. Files some equality delete applies to, or of
-another partition spec than the current one, are left to Spark (they need a key join or a new
-partition), as are files not written in the table's current sort order (rows keep their order here)
+field ids, so the result is what Spark's rewrite writes. The rows equality deletes remove from a file
+are dropped by position too: the caller resolves them first (``scan.equality_deleted_positions``, a
+key-only read of the file and a semi-join with the keys). Files of another partition spec than the
+current one, or under equality deletes that need Iceberg's partition scoping (other engines' tables),
+are left to Spark (they need a new partition or a scoped key join), as are files not written in the
+table's current sort order (rows keep their order here)
 and tables with nested columns; so is everything when the table property
 ``rowops.rewrite.arrow.enabled`` is ``false``. In a table with a sort order, files are rewritten here
 without their changed rows, and the new versions go with the inserts (sorted by Spark): a new value
@@ -50,7 +53,7 @@ from pyspark.sql import functions as F
 
 from rowops.errors import WriteVerificationError
 from rowops.exec.compat import default_parallelism
-from rowops.exec.scan import FILE_COL, POS_COL, file_uris
+from rowops.exec.scan import FILE_COL, POS_COL, file_uris, needs_partition_scope
 from rowops.exec.types import to_spark_type
 from rowops.exec.write import read_footers, stored_columns
 from rowops.meta.defaults import initial_defaults
@@ -83,7 +86,7 @@ def arrow_eligible(metadata: TableMetadata, index: DeleteIndex, files: Sequence[
         f
         for f in files
         if f.spec_id == spec_id
-        and not index.equality_deletes_on(f)
+        and not needs_partition_scope([f], index.equality_deletes_of(f))
         and (order is None or f.data_file.sort_order_id == order)  # kept order: the table's order
     ]
 

@@ -20,7 +20,14 @@ from pyspark.sql import functions as F
 from rowops.errors import DuplicateKeyError, NullKeyError, UnmatchedFileError
 from rowops.exec.arrow_rewrite import absorbs_updates, arrow_eligible, rewrite_positions
 from rowops.exec.changes import RowChanges
-from rowops.exec.scan import FILE_COL, POS_COL, file_uris, position_deletes, scan
+from rowops.exec.scan import (
+    FILE_COL,
+    POS_COL,
+    equality_deleted_positions,
+    file_uris,
+    position_deletes,
+    scan,
+)
 from rowops.exec.write import (
     DEFAULT_TARGET_FILE_SIZE,
     Staging,
@@ -166,8 +173,9 @@ def rewrite_files(
 
     Files whose change is by position are rewritten one to one by pyarrow in Spark tasks
     (``exec/arrow_rewrite.py``), with their updated rows (from ``new_rows_at``) in place of the old
-    versions where the table allows (``Written.absorbed``: those rows are not new files); the others
-    (equality deletes apply, another partition spec) by Spark, their updated rows left to the new rows.
+    versions where the table allows (``Written.absorbed``: those rows are not new files), the rows
+    their equality deletes remove resolved to positions first; the others (another partition spec,
+    partition-scoped equality deletes) by Spark, their updated rows left to the new rows.
     """
     targets = [f for f in ctx.files.data if f.path in paths]
     if not targets:
@@ -204,6 +212,9 @@ def _rewrite_in_arrow(
     old = position_deletes(ctx.spark, index.position_deletes_applying(targets), targets)
     if old is not None:
         dropped = dropped.unionByName(old)
+    keyed = equality_deleted_positions(ctx.spark, ctx.metadata.schema(), index, targets)
+    if keyed is not None:
+        dropped = dropped.unionByName(keyed)
     directory = ctx.stage.next_dir("rewrite")
     return rewrite_positions(
         ctx.spark, ctx.metadata, directory.io, targets, dropped, directory.key, replaced=updated
@@ -271,15 +282,28 @@ def write_new_rows(ctx: WriteContext, new_rows: DataFrame, count: int | None, ex
 
 
 def copy_on_write(
-    ctx: WriteContext, changes: RowChanges, counts: dict[str, int], new_count: int | None, read_weight: float
+    ctx: WriteContext,
+    changes: RowChanges,
+    counts: dict[str, int],
+    new_count: int | None,
+    read_weight: float,
+    clear: Sequence[LiveFile] = (),
 ) -> Written:
     """Rewrite every data file that holds a removed row; add the new rows.
 
     Small rewritten files travel with the new rows (see :func:`hybrid`) instead of staying small.
+    ``clear`` (the candidate files, when ``auto`` chose a rewrite to pay the read debt down) adds the
+    files of ``clear`` that deletes apply to, touched or not, and the small untouched files of the
+    touched partitions (:func:`merge_candidates`): afterwards no delete applies to a candidate file, so
+    reads of them skip the anti-join, and equality deletes left applying to no file are dropped.
     """
     sizes = {f.path: f.size for f in ctx.files.data}
-    travelling = {p for p in counts if worth_merging(sizes[p], read_weight)}
-    written = rewrite_files(ctx, changes.removed, set(counts) - travelling, changes.new_rows_at)
+    index = delete_index(ctx.files)
+    indebted = {f.path for f in clear if index.deletes_on(f)} - set(counts)
+    merged = merge_candidates(ctx.files, set(counts), read_weight) if clear else set()
+    rewrite = set(counts) | indebted | merged
+    travelling = {p for p in rewrite if worth_merging(sizes[p], read_weight)}
+    written = rewrite_files(ctx, changes.removed, rewrite - travelling, changes.new_rows_at)
     return written.merge(_write_new_rows_with(ctx, changes, counts, new_count, travelling, written.absorbed))
 
 

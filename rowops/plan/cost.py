@@ -6,7 +6,9 @@ leaves behind (``rowops.read-weight``: how many reads follow each write; default
 overhead left behind, not only the part this write adds, is what makes ``auto`` compact on the way:
 deletes pile up as long as reading them stays cheaper than rewriting, then a rewrite clears them.
 
-* copy-on-write: the scanning join, then read and rewrite every touched file; touched files are clean.
+* copy-on-write: the scanning join (which applies the candidates' deletes), then read and rewrite every
+  touched file and every candidate file under deletes (Arrow, or Spark where Arrow cannot); they are
+  clean afterwards.
 * position-delete: the scanning join (key columns only) and one small delete file per touched file;
   reads anti-join the rows of each file that has position deletes.
 * equality-delete: no target read at all; writes the new rows and the keys. Reads anti-join every older
@@ -26,12 +28,17 @@ machine, where a plain scan of the table takes ~0.7 s (see ARCHITECTURE.md, "cos
 >>> min(strategy_costs(heavy, 1.0), key=strategy_costs(heavy, 1.0).get)
 'position-delete'
 
-Six upserts later, reads have paid the equality deletes' debt about 3.5 times over: time to rewrite.
+Each upsert leaves equality deletes on every candidate file: a read anti-joins the 50 MB (80 MB of
+debt) and opens 10 more delete files and 10 more small data files (40 MiB more per generation).
+After six upserts reads have paid the debt 3.5 times over, still less than a copy-on-write (its join
+pays one read's debt, its rewrite resolves the deletes to positions); after seven, 4 times: rewrite.
 
 >>> from dataclasses import replace
->>> paid = replace(est, debt_bytes=300_000_000, debt_generations=6, eq_deleted_bytes=50_000_000)
->>> min(strategy_costs(paid, 1.0), key=strategy_costs(paid, 1.0).get)
-'copy-on-write'
+>>> def after(g: int) -> Estimate:
+...     return replace(est, debt_bytes=80_000_000 + g * 40 * MIB, debt_generations=g, eq_deleted_bytes=50_000_000,
+...                    deleted_bytes=50_000_000)
+>>> [min(strategy_costs(after(g), 1.0), key=strategy_costs(after(g), 1.0).get) for g in (6, 7)]
+['equality-delete', 'copy-on-write']
 """
 
 from __future__ import annotations
@@ -43,9 +50,10 @@ MIB = 1024 * 1024
 DELETE_ROW_BYTES = 16  # one (file_path, pos) row in a compressed position-delete file
 FILE_OPEN_BYTES = 2 * MIB  # one more file in a read (open, footer, task): ~11 ms, measured at SF 1
 SCAN_JOIN_FIXED_BYTES = 448 * MIB  # the scanning encodings' extra jobs (join, summary, deletes): ~2.5 s
-REWRITE_FACTOR = 8.0  # rewriting a file (read all columns, encode, compress, write) vs scanning it
-EQ_DELETE_READ_FACTOR = 0.8  # a read anti-joins rows older than equality deletes: +0.6 s on a 0.7 s scan
-POS_DELETE_READ_FACTOR = 0.6  # a read anti-joins the rows of files with position deletes: +0.4 s
+REWRITE_FACTOR = 8.0  # rewriting a file in Arrow (read all columns, encode, compress, write) vs scanning it
+SPARK_REWRITE_FACTOR = 20.0  # the same through Spark's rewrite (scan, anti-join, parquet-mr): 15-28 s at SF 1
+EQ_DELETE_READ_FACTOR = 1.6  # a read anti-joins rows older than equality deletes: +1.1-1.3 s on a 0.7 s scan
+POS_DELETE_READ_FACTOR = 1.5  # a read anti-joins the rows of files with position deletes: +1.0-1.6 s
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,11 @@ class Estimate:
         pos_deleted_bytes / eq_deleted_bytes: candidate (partition) bytes already under position
             (equality) deletes: more deletes of the same kind add little to their read cost.
         debt_generations: how many commits left the debt; reads have paid it while it grew.
+        spark_rewrite_bytes: candidate bytes a copy-on-write would rewrite through Spark rather than
+            in Arrow (``exec/arrow_rewrite.py``: another partition spec, partition-scoped equality
+            deletes, nested columns, out of the sort order, or the Arrow rewrite turned off).
+        deleted_bytes: candidate bytes under any delete: a copy-on-write chosen by cost rewrites them
+            too, touched or not, and so clears the debt of every candidate file.
     """
 
     source_rows: int
@@ -76,6 +89,8 @@ class Estimate:
     pos_deleted_bytes: int = 0
     eq_deleted_bytes: int = 0
     debt_generations: int = 0
+    spark_rewrite_bytes: int = 0
+    deleted_bytes: int = 0
 
 
 def read_overhead(size: int, pos_deleted: bool, eq_deleted: bool) -> float:
@@ -96,24 +111,47 @@ def strategy_costs(est: Estimate, read_weight: float) -> dict[str, float]:
     touched_files = min(est.candidate_files, max(matched_rows, 0))
     touched = est.candidate_bytes * touched_files / est.candidate_files if est.candidate_files else 0.0
     new_files = FILE_OPEN_BYTES * max(touched_files, 1)  # new rows: about one file per touched partition
-    join = SCAN_JOIN_FIXED_BYTES + est.key_fraction * est.candidate_bytes
+    # the scanning join reads the candidates with their deletes applied: it pays one read's debt
+    join = SCAN_JOIN_FIXED_BYTES + est.key_fraction * est.candidate_bytes + est.debt_bytes
     new_rows = 2.0 * est.source_bytes
     # Deletes pos/eq leave in place; copy-on-write clears the touched share. A debt that grew over g
     # commits has been paid by reads about (g + 1) / 2 times over: counting that, a rewrite is chosen
     # once reads have paid about as much as it costs (ski rental), not only when one read would.
     kept = est.debt_bytes * max(1.0, (est.debt_generations + 1) / 2.0)
-    touched_share = touched / est.candidate_bytes if est.candidate_bytes else 0.0
+    # copy-on-write rewrites the touched files and every candidate file under deletes (its debt)
+    rewritten = min(float(est.candidate_bytes), max(touched, float(est.deleted_bytes)))
+    share = rewritten / est.candidate_bytes if est.candidate_bytes else 0.0
+    rewrite = rewrite_cost(rewritten, share * est.spark_rewrite_bytes, share * est.eq_deleted_bytes)
     pos_new = (
         POS_DELETE_READ_FACTOR * max(touched - est.pos_deleted_bytes, 0) + FILE_OPEN_BYTES * touched_files
     )
     eq_new = EQ_DELETE_READ_FACTOR * max(est.partition_bytes - est.eq_deleted_bytes, 0) + new_files
     return {
-        "copy-on-write": join + REWRITE_FACTOR * touched + new_rows
-        + read_weight * (kept * (1.0 - touched_share) + new_files),
+        "copy-on-write": join + rewrite + new_rows
+        + read_weight * (kept * (1.0 - share) + new_files),
         "position-delete": join + new_rows + matched_rows * DELETE_ROW_BYTES
         + read_weight * (kept + pos_new + new_files),
         "equality-delete": new_rows + read_weight * (kept + eq_new + new_files),
     }  # fmt: skip
+
+
+def rewrite_cost(size: float, by_spark: float = 0.0, eq_deleted: float = 0.0) -> float:
+    """Copy-on-write of ``size`` bytes of data files, as the path that will run: in Arrow, except
+    ``by_spark`` bytes through Spark's rewrite; the rows equality deletes remove from ``eq_deleted``
+    bytes are first resolved to positions (a key-only read and a semi-join, priced as one read's
+    anti-join of those files).
+
+    >>> rewrite_cost(100 * MIB) / MIB, rewrite_cost(100 * MIB, by_spark=100 * MIB) / MIB
+    (800.0, 2000.0)
+    >>> rewrite_cost(100 * MIB, eq_deleted=100 * MIB) / MIB
+    960.0
+    """
+    by_spark = min(by_spark, size)
+    return (
+        REWRITE_FACTOR * (size - by_spark)
+        + SPARK_REWRITE_FACTOR * by_spark
+        + EQ_DELETE_READ_FACTOR * min(eq_deleted, size - by_spark)
+    )
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ class Debt:
         bytes: per-read overhead in bytes-equivalents: anti-joins with their deletes, opens of their
             delete files, and opens of files small enough to be merged by a rewrite.
         pos_deleted_bytes / eq_deleted_bytes: bytes of the files under position / equality deletes.
+        deleted_bytes: bytes of the files under any delete (what a rewrite that clears the debt reads).
         generations: distinct commits whose deletes are live on the files.
     """
 
@@ -31,6 +32,7 @@ class Debt:
     pos_deleted_bytes: int = 0
     eq_deleted_bytes: int = 0
     generations: int = 0
+    deleted_bytes: int = 0
 
 
 def read_debt(files: TableFiles, candidates: Sequence[LiveFile], read_weight: float) -> Debt:
@@ -47,4 +49,5 @@ def read_debt(files: TableFiles, candidates: Sequence[LiveFile], read_weight: fl
         pos_deleted_bytes=sum(f.size for f, d in zip(candidates, pos, strict=True) if d),
         eq_deleted_bytes=sum(f.size for f, d in zip(candidates, eq, strict=True) if d),
         generations=len({d.seq for d in live}),
+        deleted_bytes=sum(f.size for f, p, e in zip(candidates, pos, eq, strict=True) if p or e),
     )

@@ -136,11 +136,16 @@ def equality_delete_blockers(spec: OperationSpec, facts: TableFacts) -> list[str
 
 @dataclass(frozen=True)
 class Decision:
-    """The chosen encoding, why, and the cost numbers behind it (empty when not cost-based)."""
+    """The chosen encoding, why, and the cost numbers behind it (empty when not cost-based).
+
+    ``clears_debt``: a copy-on-write chosen by cost, priced (``cost.strategy_costs``) as rewriting
+    every candidate file that deletes apply to, touched or not, so that it clears their read debt.
+    """
 
     strategy: str
     reason: str
     costs: dict[str, float] = field(default_factory=dict)
+    clears_debt: bool = False
 
     @property
     def scans_target(self) -> bool:
@@ -183,8 +188,10 @@ def choose_strategy(
     >>> d = choose_strategy("auto", simple_merge_spec(["k"]), facts, est, read_weight=0.0)
     >>> d.strategy, sorted(d.costs)
     ('equality-delete', ['copy-on-write', 'equality-delete', 'position-delete'])
-    >>> choose_strategy("auto", simple_merge_spec(["k"]), facts, est, read_weight=5.0).strategy
+    >>> choose_strategy("auto", simple_merge_spec(["k"]), facts, est, read_weight=2.0).strategy
     'hybrid'
+    >>> choose_strategy("auto", simple_merge_spec(["k"]), facts, est, read_weight=5.0).strategy
+    'copy-on-write'
     >>> choose_strategy("auto", simple_merge_spec(["k"]), facts, est, read_weight=0.0, keys_unique=False).strategy
     'hybrid'
     >>> evolved = TableFacts(("k",), ("k",), 4, spec_id=1, older_specs=(SpecFacts(0, ("k",), 2),))
@@ -214,7 +221,7 @@ def choose_strategy(
         allowed -= {EQUALITY_DELETE}
     best = choose_cheapest(costs, allowed)
     if best != POSITION_DELETE:  # equality deletes, or a rewrite that clears what reads now pay
-        return Decision(best, f"cheapest (read weight {read_weight:g})", costs)
+        return Decision(best, f"cheapest (read weight {read_weight:g})", costs, best == COPY_ON_WRITE)
     return Decision(
         HYBRID, f"position deletes are cheapest (read weight {read_weight:g}); dense files rewritten", costs
     )

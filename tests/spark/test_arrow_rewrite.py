@@ -102,20 +102,22 @@ def test_arrow_rewrite_writes_the_current_schema(lake, java) -> None:  # type: i
     assert_readers_agree(table, expected.values(), columns, java)
 
 
-def test_files_under_equality_deletes_are_rewritten_by_spark(lake, java) -> None:  # type: ignore[no-untyped-def]
-    """The first upsert's equality deletes apply to the original files only: those are rewritten by
-    Spark (a key join applies the deletes); the first upsert's own new file, which they do not
-    apply to, is rewritten in Arrow."""
+def test_files_under_equality_deletes_are_rewritten_in_arrow(lake, java) -> None:  # type: ignore[no-untyped-def]
+    """Three generations of equality deletes (upserts and a delete by key; key 1 updated twice, so the
+    second delete also removes the first upsert's row of key 1): a copy-on-write over every file
+    resolves them to positions and rewrites every touched file in Arrow, none by Spark."""
     table, oracle = _create(lake)
-    first = [make_row(k, 1) for k in (1, 2, 3)]
-    rowops.merge(frame(lake.spark, first), table, on=["k"], strategy="equality-delete")
-    oracle.upsert(first)
-    second = [make_row(k, 2) for k in range(0, N, 3)]
-    rowops.merge(frame(lake.spark, second), table, on=["k"], strategy="copy-on-write")
-    oracle.upsert(second)
+    steps = [([make_row(k, 1) for k in (1, 2, 3)], {}), ([make_row(k) for k in (4, 5)], {"when_matched": "delete",
+             "when_not_matched": None}), ([make_row(1, 2)], {})]  # fmt: skip
+    for rows, clauses in steps:
+        rowops.merge(frame(lake.spark, rows), table, on=["k"], strategy="equality-delete", **clauses)
+        oracle.delete_keys(rows) if clauses else oracle.upsert(rows)
+    assert len(table.files().equality_deletes) >= 3
+    changes = [make_row(k, 3) for k in range(0, N, 3)] + [make_row(N + 1, 3)]
+    rowops.merge(frame(lake.spark, changes), table, on=["k"], strategy="copy-on-write")
+    oracle.upsert(changes)
     rewrites = [f.path for f in table.files().data if "/rewrite-" in f.path]
-    assert [p for p in rewrites if "/part-arrow-" in p]
-    assert [p for p in rewrites if "/part-arrow-" not in p]
+    assert rewrites and all("/part-arrow-" in p for p in rewrites)
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
 
 

@@ -9,10 +9,12 @@ import rowops
 from rowops.exec.cardinality import repeated_matches_bitmap, repeated_matches_groupby
 from rowops.exec.changes import matched_rows, merge_changes
 from rowops.exec.scan import scan
+from rowops.meta.delete_index import delete_index
 from rowops.spec.operations import simple_merge_spec
+from tests.readers import assert_readers_agree
 from tests.spark.spark_metrics import exchanges_above_scans_of, scans_of, shuffle_bytes_written
 from tests.spark.tables import BIG_ROWS as ROWS
-from tests.spark.tables import frame, make_row, wide_source
+from tests.spark.tables import COLUMNS, frame, make_row, wide_source
 
 
 @pytest.mark.parametrize("strategy", ["position-delete", "copy-on-write"])
@@ -145,3 +147,28 @@ def test_bitmap_and_groupby_cardinality_checks_agree(lake, big) -> None:  # type
         assert bitmap == grouped and len(bitmap) == len(range(0, ROWS, 3000))
     finally:
         changes.release()
+
+
+def test_auto_paydown_clears_the_read_debt_of_every_candidate(lake, java) -> None:  # type: ignore[no-untyped-def]
+    """Two equality-delete upserts leave deletes on the original files and on the first upsert's
+    files; a read-heavy ``auto`` MERGE that touches only original files rewrites those too (and folds
+    the small ones into its new files): afterwards no delete applies to any data file, the dangling
+    equality deletes are gone, and the rows are the upserted ones."""
+    expected = {k: make_row(k) for k in range(200)}
+    table = lake.create_table(
+        "db.t", frame(lake.spark, list(expected.values())), partition_by=["bucket(4, k)"], identifier=["k"]
+    )
+    for version, start in ((1, 1), (2, 3)):
+        rows = [make_row(k, version) for k in range(start, 200, 20)]
+        rowops.merge(frame(lake.spark, rows), table, on=["k"], strategy="equality-delete")
+        expected.update({r[0]: r for r in rows})
+    assert table.files().equality_deletes
+    table.set_properties(**{"rowops.read-weight": "1000"})
+    rows = [make_row(k, 3) for k in range(0, 200, 10)]  # original files only: no key ends in 1 or 3
+    result = rowops.merge(frame(lake.spark, rows), table, on=["k"])
+    expected.update({r[0]: r for r in rows})
+    assert result.strategy == "copy-on-write"
+    files = table.files()
+    index = delete_index(files)
+    assert not files.deletes and not any(index.deletes_on(f) for f in files.data)
+    assert_readers_agree(table, expected.values(), COLUMNS, java)

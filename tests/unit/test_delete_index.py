@@ -137,6 +137,7 @@ def brute_force_debt(files: TableFiles, candidates: list[LiveFile], read_weight:
         pos_deleted_bytes=sum(f.size for f, d in zip(candidates, pos, strict=True) if d),
         eq_deleted_bytes=sum(f.size for f, d in zip(candidates, eq, strict=True) if d),
         generations=len({d.seq for d in live_}),
+        deleted_bytes=sum(f.size for f, p, e in zip(candidates, pos, eq, strict=True) if p or e),
     )
 
 

@@ -24,9 +24,11 @@ MICRO_BATCH = Estimate(source_rows=57_000, source_bytes=2_600_000, candidate_byt
 # the batch lands in big partitions (e.g. by day) of which it touches a few files: equality deletes
 # would make every read join the whole partitions, position deletes only the touched files
 BIG_PARTITIONS = replace(MICRO_BATCH, partition_bytes=50_000_000_000)
-# six upserts left equality deletes whose read cost reads have paid ~3.5 times over: rewriting pays
-AFTER_UPSERTS = replace(MICRO_BATCH, debt_bytes=500_000_000, debt_generations=6,
-                        eq_deleted_bytes=132_000_000)  # fmt: skip
+# seven upserts left equality deletes on every file (a read anti-joins the 132 MB, and opens 16 more
+# delete files and 16 more small data files per upsert): reads have paid that debt ~4 times over,
+# more than a copy-on-write costs (one read's debt in its join, the deletes resolved to positions)
+AFTER_UPSERTS = replace(MICRO_BATCH, debt_bytes=680_962_048, debt_generations=7,
+                        eq_deleted_bytes=132_000_000, deleted_bytes=132_000_000)  # fmt: skip
 STREAMING = Estimate(source_rows=400, source_bytes=18_000, candidate_bytes=132_000_000,
                      candidate_rows=2_880_404, candidate_files=16, key_fraction=0.12,
                      partition_bytes=132_000_000)  # fmt: skip
