@@ -1,8 +1,8 @@
 """rowops: MERGE, UPDATE, DELETE and upsert on Apache Iceberg tables with PySpark.
 
 >>> import rowops
->>> sorted(rowops.__all__)[:4]
-['CardinalityViolationError', 'CommitConflictError', 'HealthReport', 'Lakehouse']
+>>> sorted(rowops.__all__)[:5]
+['CardinalityViolationError', 'CommitConflictError', 'DEFAULT', 'HealthReport', 'Lakehouse']
 """
 
 from __future__ import annotations
