@@ -15,11 +15,8 @@ from pyspark.sql import types as T
 
 import rowops
 from rowops.errors import InvalidSchemaChangeError, NoDefaultError
-from tests.oracles.compare import assert_same_rows
-from tests.oracles.duckdb_reader import read_duckdb
 from tests.oracles.java_reader import JavaReadError
-from tests.oracles.pyiceberg_reader import EqualityDeletesUnsupportedError, read_pyiceberg
-from tests.readers import rowops_rows
+from tests.readers import assert_readers_agree
 from tests.spark.test_errors import assert_unchanged
 
 BASE = T.StructType([T.StructField("k", T.LongType(), False), T.StructField("n", T.IntegerType())])
@@ -73,23 +70,7 @@ def _check(
     table: Any, oracle: dict[int, tuple[Any, ...]], java: Any, columns: list[str] = COLUMNS
 ) -> dict[str, str]:
     """rowops, PyIceberg, DuckDB and (when running) Iceberg Java read ``oracle``."""
-    expected = list(oracle.values())
-    location, options = table.metadata_location, dict(table.lake.storage_options)
-    names = table.to_df().columns
-    got = [tuple(r[names.index(c)] for c in columns) for r in rowops_rows(table)]
-    assert_same_rows(expected, got, columns, "rowops")
-    readers = {"rowops": "ok"}
-    try:
-        assert_same_rows(expected, read_pyiceberg(location, None, options), columns, "pyiceberg")
-        readers["pyiceberg"] = "ok"
-    except EqualityDeletesUnsupportedError:
-        readers["pyiceberg"] = "skipped (equality deletes)"
-    if java is not None:
-        assert_same_rows(expected, java.read(location, None, options), columns, "iceberg-java")
-        readers["java"] = "ok"
-    assert_same_rows(expected, read_duckdb(location, None, options), columns, "duckdb")
-    readers["duckdb"] = "ok"
-    return readers
+    return assert_readers_agree(table, oracle.values(), columns, java)
 
 
 def test_old_rows_read_the_initial_default_in_every_reader(lake, java) -> None:  # type: ignore[no-untyped-def]
