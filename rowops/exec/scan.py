@@ -285,24 +285,29 @@ def _apply_equality_deletes(
 ) -> DataFrame:
     """The rows of ``files`` (with ids when ``ids``) that no newer equality delete removes.
 
-    Files older than every delete need no sequence numbers: every key applies. The others get their
-    file's data sequence number from a broadcast of one row per file, and "the delete is newer than
-    the row's file" is the anti-join's residual condition. Either way each row probes the keys once.
-    (Reading data files in groups of equal sequence number, tagged with a literal, looks cheaper, but
-    Spark then pushes the anti-join below that union: one join, and one re-read of every delete, per
-    group; measured 3x slower after ten upserts.)
+    Files older than every delete need no sequence numbers: every key applies. When newer files are
+    read too, they get their file's data sequence number from a broadcast of one row per file, and
+    "the delete is newer than the row's file" is the anti-join's residual condition; the older files
+    then carry a number too, :func:`_opaque_seq`, so that both anti-joins have the same build side
+    and Spark broadcasts the keys once (a join without the condition prunes the keys' sequence
+    numbers, a plain literal lets the optimizer fold the condition into a filter on the keys: either
+    way a second read and broadcast of every delete file). Each row probes the keys once.
+    (Reading the newer files in groups of equal sequence number costs a scan and a join per group:
+    measured slower after ten upserts.)
     """
     if needs_partition_scope(files, deletes):
         scoped = _apply_scoped_equality_deletes(spark, schema, files, deletes)
         return scoped if ids else scoped.drop(FILE_COL, POS_COL)
     keys = _delete_keys(spark, schema, deletes)
     first = min(d.seq for d in deletes)
-    parts = []
     oldest = [f for f in files if f.seq < first]
+    rest = [f for f in files if f.seq >= first]
+    parts = []
     if oldest:  # without ids, no _metadata column is read (Spark would read all of its fields here)
         rows = read_data_files(spark, schema, oldest) if ids else read_as_stored(spark, schema, oldest)
-        parts.append(_drop_deleted(rows, keys, by_sequence_number=False))
-    rest = [f for f in files if f.seq >= first]
+        if rest:
+            rows = rows.withColumn(_SEQ, _opaque_seq(first - 1, rows[f"`{keys[0][0][0]}`"]))
+        parts.append(_drop_deleted(rows, keys, by_sequence_number=bool(rest)).drop(_SEQ))
     if rest:
         uris = file_uris(spark, rest)
         seqs = spark.createDataFrame([(uris[f.path], f.seq) for f in rest], f"{FILE_COL} string, {_SEQ} long")
@@ -310,6 +315,16 @@ def _apply_equality_deletes(
         kept = _drop_deleted(rows, keys, by_sequence_number=True).drop(_SEQ)
         parts.append(kept if ids else kept.drop(FILE_COL, POS_COL))
     return functools.reduce(DataFrame.unionByName, parts)
+
+
+def _opaque_seq(seq: int, column: Column) -> Column:
+    """``seq`` as a long the optimizer cannot fold into a literal: ``seq + 0 * hash(column)``.
+
+    Spark has no rule that simplifies ``0 * x``, so a condition on it stays a residual of the
+    anti-join instead of becoming a filter on the keys (see :func:`_apply_equality_deletes`); the
+    hash is never NULL, whatever the column holds.
+    """
+    return (F.lit(seq) + F.lit(0) * F.hash(column)).cast("long")
 
 
 def needs_partition_scope(files: Sequence[LiveFile], deletes: Sequence[LiveFile]) -> bool:

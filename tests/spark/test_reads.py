@@ -20,6 +20,10 @@ def _scans(df: Any) -> list[tuple[set[str], bool]]:
         name = node.getClass().getSimpleName()
         if name == "AdaptiveSparkPlanExec":
             return walk(node.executedPlan(), under_join)
+        if name.endswith("QueryStageExec"):  # a stage of an executed adaptive plan (a reused one too)
+            return walk(node.plan(), under_join)
+        if name == "ReusedExchangeExec":  # the exchange it reuses is walked where it is defined
+            return None
         if name.endswith("JoinExec"):
             under_join = True
         if name == "FileSourceScanExec":
@@ -58,3 +62,22 @@ def test_files_no_delete_applies_to_never_meet_a_join(lake, strategy) -> None:  
     assert "file_modification_time" not in plan  # no read asks for all of Spark's _metadata fields
     got = {r["k"]: r["n"] for r in df.collect()}
     assert got == {k: (1 if k == 0 else 0) for k in range(ROWS)}
+
+
+def test_equality_delete_keys_are_read_once_for_every_generation(lake) -> None:  # type: ignore[no-untyped-def]
+    """Data files of three sequence numbers under three generations of equality deletes: one
+    anti-joins (the oldest files, the newer ones) with the same build side, so each delete file is
+    scanned once per read: the keys are broadcast once and reused."""
+    table = _table(lake)
+    for n in (1, 2, 3):
+        changed = [make_row(k, n) for k in range(0, ROWS, 5)]
+        rowops.merge(frame(lake.spark, changed), table, on=["k"], strategy="equality-delete")
+    files = table.files()
+    assert len({f.seq for f in files.data}) == 4 and len({f.seq for f in files.equality_deletes}) == 3
+    deletes = {f.path for f in files.equality_deletes}
+    df = table.to_df()
+    got = {r["k"]: r["n"] for r in df.collect()}  # executed: the final adaptive plan is walked
+    assert got == {k: (3 if k % 5 == 0 else 0) for k in range(ROWS)}
+    scanned = [s & deletes for s, _ in _scans(df) if s & deletes]
+    assert sorted(len(s) for s in scanned) == [4, 4, 4], scanned  # one scan per delete generation
+    assert set().union(*scanned) == deletes
