@@ -65,9 +65,9 @@ def test_files_no_delete_applies_to_never_meet_a_join(lake, strategy) -> None:  
 
 
 def test_equality_delete_keys_are_read_once_for_every_generation(lake) -> None:  # type: ignore[no-untyped-def]
-    """Data files of three sequence numbers under three generations of equality deletes: one
-    anti-joins (the oldest files, the newer ones) with the same build side, so each delete file is
-    scanned once per read: the keys are broadcast once and reused."""
+    """Data files of four sequence numbers, three of them under three generations of equality
+    deletes: two anti-joins (the files older than every delete, the newer ones) with the same build
+    side, so each delete file is scanned once per read: the keys are broadcast once and reused."""
     table = _table(lake)
     for n in (1, 2, 3):
         changed = [make_row(k, n) for k in range(0, ROWS, 5)]
