@@ -6,7 +6,7 @@ spec ─► plan (pre-scan, pruning, cost-based choice) ─► exec (scan/join/w
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pyiceberg.manifest import DataFileContent
@@ -16,11 +16,8 @@ from pyiceberg.table.snapshots import Operation
 from rowops.catalog.tables import LoadedTable
 from rowops.commit.read_set import ReadSet
 from rowops.commit.row_delta import RowDelta
-from rowops.errors import (
-    CardinalityViolationError,
-)
+from rowops.errors import CardinalityViolationError
 from rowops.exec import strategies
-from rowops.exec.arrow_rewrite import arrow_eligible
 from rowops.exec.changes import (
     RowChanges,
     delete_changes,
@@ -28,40 +25,31 @@ from rowops.exec.changes import (
     merge_changes_sliced,
     update_changes,
 )
-from rowops.exec.checks import checked_spec, with_write_defaults
+from rowops.exec.checks import with_write_defaults
 from rowops.exec.expressions import case_sensitive
 from rowops.exec.job_errors import spark_errors
-from rowops.exec.prescan import SourceKeys, file_keys, scan_source_keys
 from rowops.exec.scan import POS_COL, file_uris, read_data_files, scan
 from rowops.exec.session import operation_conf
 from rowops.exec.slicing import join_slices
-from rowops.exec.source import evaluate_once, release
-from rowops.exec.stats import broadcast_cap, is_small, measured_bytes, physical_plan
+from rowops.exec.source import release
+from rowops.exec.stats import physical_plan
 from rowops.exec.strategies import WriteContext, Written
 from rowops.exec.summary import summarize
 from rowops.exec.validation import check_source
 from rowops.exec.write import Staging, staging, write_data
-from rowops.meta.delete_index import dangling_equality_deletes, delete_index
-from rowops.meta.files import LiveFile, TableFiles, data_files_from_parquet, live_files
-from rowops.plan.colocation import DISABLED as COLOCATION_DISABLED
-from rowops.plan.colocation import JoinLayout, plan_join
-from rowops.plan.cost import Estimate
-from rowops.plan.debt import read_debt
-from rowops.plan.explain import FileGroup, PlanReport, format_report
-from rowops.plan.metadata_delete import METADATA_ONLY, WholeFileDelete, whole_file_delete, whole_reason
-from rowops.plan.predicates import candidates as predicate_candidates
-from rowops.plan.pruning import prune_files
+from rowops.meta.delete_index import dangling_equality_deletes
+from rowops.meta.files import TableFiles, data_files_from_parquet, live_files
+from rowops.plan.explain import FileGroup, format_report
+from rowops.plan.metadata_delete import METADATA_ONLY
 from rowops.plan.strategy import (
     COPY_ON_WRITE,
     EQUALITY_DELETE,
     HYBRID,
-    Decision,
-    choose_strategy,
     equality_delete_specs,
     table_facts,
 )
-from rowops.spec.operations import DeleteSpec, MergeSpec, OperationSpec, UpdateSpec, describe
-from rowops.spec.properties import isolation_level, row_level_conflicts
+from rowops.spec.operations import MergeSpec, OperationSpec, UpdateSpec, describe
+from rowops.spec.properties import isolation_level
 from rowops.spec.results import OperationResult
 
 if TYPE_CHECKING:
@@ -69,187 +57,7 @@ if TYPE_CHECKING:
 
     from rowops.table import Table
 
-DEFAULT_COLOCATED_MAX_BYTES = 256 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Planned:
-    """An operation planned against one table state, ready to execute."""
-
-    table: Table
-    spec: OperationSpec
-    source: DataFrame | None
-    loaded: LoadedTable
-    files: TableFiles
-    decision: Decision
-    candidates: tuple[LiveFile, ...]
-    layout: JoinLayout
-    read_weight: float
-    report: PlanReport
-    source_keys: SourceKeys | None = None
-    whole_files: WholeFileDelete | None = None  # a DELETE committed by metadata alone
-
-
-def _property(loaded: LoadedTable, key: str, default: str) -> str:
-    return loaded.metadata.properties.get(key, default)
-
-
-def _estimate(
-    planned_files: TableFiles,
-    candidates: list[LiveFile],
-    rows: int,
-    keys: list[str],
-    loaded: LoadedTable,
-    touched_partitions: set[tuple[object, ...]],
-    read_weight: float,
-) -> Estimate:
-    schema = loaded.metadata.schema()
-    key_ids = {schema.find_field(k).field_id for k in keys}
-    total = sum(sum((f.data_file.column_sizes or {}).values()) for f in candidates) or 1
-    key_bytes = sum(
-        v for f in candidates for k, v in (f.data_file.column_sizes or {}).items() if k in key_ids
-    )
-    all_rows = sum(f.record_count for f in planned_files.data) or 1
-    per_row = sum(f.size for f in planned_files.data) / all_rows
-    debt = read_debt(planned_files, candidates, read_weight)
-    in_arrow = arrow_eligible(loaded.metadata, delete_index(planned_files), candidates)
-    return Estimate(
-        source_rows=rows,
-        source_bytes=int(rows * per_row),
-        candidate_bytes=sum(f.size for f in candidates),
-        candidate_rows=sum(f.record_count for f in candidates),
-        candidate_files=len(candidates),
-        key_fraction=min(key_bytes / total, 1.0),
-        partition_bytes=sum(f.size for f in planned_files.data if f.partition in touched_partitions),
-        debt_bytes=debt.bytes,
-        pos_deleted_bytes=debt.pos_deleted_bytes,
-        eq_deleted_bytes=debt.eq_deleted_bytes,
-        debt_generations=debt.generations,
-        spark_rewrite_bytes=sum(f.size for f in candidates) - sum(f.size for f in in_arrow),
-        deleted_bytes=debt.deleted_bytes,
-    )
-
-
-def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str) -> Planned:
-    """Check the operation, evaluate the source once (``exec/source.py``) and plan on it.
-
-    The caller releases ``Planned.source`` (:func:`release`) once the operation is done.
-    """
-    loaded = table.load()
-    isolation_level(loaded.metadata.properties)  # unknown values fail before any work
-    row_level_conflicts(loaded.metadata.properties)
-    if source is not None:  # a column the source lacks: its write-default (format v3), if any
-        source = with_write_defaults(source, loaded.metadata.schema())
-    spec = checked_spec(spec, source, loaded.metadata, table.lake.spark)
-    small = source is not None and is_small(source)  # Spark's estimate: pre-scanned in one task
-    source = evaluate_once(source) if source is not None else None
-    try:
-        return _plan(table, spec, source, strategy, loaded, small)
-    except BaseException:
-        release(source)
-        raise
-
-
-def _runtime_filter(loaded: LoadedTable) -> bool:
-    """Whether a MERGE prunes target files by the source's key ranges (``plan/pruning.py``); the table
-    property ``rowops.runtime-filter.enabled=false`` turns it off (the paper's Case 4 compares both)."""
-    return _property(loaded, "rowops.runtime-filter.enabled", "true").lower() == "true"
-
-
-def _plan(
-    table: Table,
-    spec: OperationSpec,
-    source: DataFrame | None,
-    strategy: str,
-    loaded: LoadedTable,
-    small: bool = False,
-) -> Planned:
-    """Pre-scan the source keys, prune target files, choose the encoding and the join.
-
-    A forced equality-delete write skips the pre-scan, unless the source is ``small``: then its one
-    single-task job also checks the keys (``keys_unique``) and counts the rows written.
-    """
-    files = live_files(loaded.metadata, table.lake.catalog.io)
-    facts = table_facts(loaded.metadata, files)
-    read_weight = float(_property(loaded, "rowops.read-weight", "1"))
-    pinned = loaded.metadata.properties.get("rowops.strategy")
-    candidates, estimate, keyed, whole = list(files.data), None, None, None
-    keys = list(spec.on_columns or ()) if isinstance(spec, MergeSpec) else []
-    if isinstance(spec, (UpdateSpec, DeleteSpec)):  # prune by the predicate (``plan/predicates.py``)
-        sensitive = case_sensitive(table.lake.spark)
-        candidates, all_rows = predicate_candidates(spec.where, files.data, loaded.metadata, sensitive)
-        whole = whole_file_delete(files, candidates, all_rows) if isinstance(spec, DeleteSpec) else None
-    if source is not None and keys and (strategy != EQUALITY_DELETE or small):
-        with spark_errors(describe(spec)):
-            partitions = sorted({f.partition for f in files.data}, key=repr)
-            check = strategy in ("auto", EQUALITY_DELETE)  # keys_unique: no separate key check
-            keyed = scan_source_keys(source, keys, loaded.metadata, partitions, check, small, measure=small)
-        assert isinstance(spec, MergeSpec)
-        if not spec.of("not_matched_by_source") and _runtime_filter(loaded):
-            kept = {
-                k.path
-                for k in prune_files(file_keys(files.data, keys, loaded.metadata.schema()), keyed.ranges).kept
-            }
-            candidates = [f for f in files.data if f.path in kept]
-        estimate = _estimate(
-            files, candidates, keyed.rows, keys, loaded, set(keyed.ranges.by_partition), read_weight
-        )
-    unique = keyed.keys_unique if keyed else None
-    decision = choose_strategy(strategy, spec, facts, estimate, read_weight, pinned, unique)
-    layout = _join_layout(spec, source, keyed, decision, loaded, candidates)
-    scanned = len(candidates) if decision.scans_target and whole is None else 0
-    report = PlanReport(
-        operation=describe(spec),
-        requested=strategy,
-        strategy=decision.strategy if whole is None else METADATA_ONLY,
-        reason=decision.reason if whole is None else whole_reason(whole),
-        costs=decision.costs if whole is None else {},
-        files_total=len(files.data),
-        files_scanned=scanned,
-        files_pruned=len(files.data) - scanned if decision.scans_target else 0,
-        colocated=layout.colocated if isinstance(spec, MergeSpec) else None,
-        colocated_reason=layout.reason,
-    )
-    return Planned(
-        table,
-        spec,
-        source,
-        loaded,
-        files,
-        decision,
-        tuple(candidates),
-        layout,
-        read_weight,
-        report,
-        keyed,
-        whole,
-    )
-
-
-def _join_layout(
-    spec: OperationSpec,
-    source: DataFrame | None,
-    keyed: SourceKeys | None,
-    decision: Decision,
-    loaded: LoadedTable,
-    candidates: list[LiveFile],
-) -> JoinLayout:
-    """How the MERGE join co-locates source and target rows (``plan/colocation.py``)."""
-    if not isinstance(spec, MergeSpec) or source is None:
-        return JoinLayout("shuffle", "no join")
-    if not decision.scans_target:
-        return JoinLayout("shuffle", "equality deletes do not read the target")
-    if _property(loaded, "rowops.colocated-join.enabled", "true").lower() != "true":
-        return JoinLayout("shuffle", COLOCATION_DISABLED)
-    limit = int(_property(loaded, "rowops.colocated-join.max-bytes", str(DEFAULT_COLOCATED_MAX_BYTES)))
-    limit = min(limit, broadcast_cap(source.sparkSession))  # measured bytes, hard cap: exec/stats.py
-    size = measured_bytes(source, keyed.rows if keyed else None, measured=keyed.bytes if keyed else None)
-    by_partition = None
-    if keyed and keyed.rows_by_partition is not None and loaded.metadata.spec().fields:
-        by_partition = {p: int(n * size.per_row) for p, n in keyed.rows_by_partition.items()}
-    other = sum(1 for f in candidates if f.spec_id != loaded.metadata.default_spec_id)  # partition evolution
-    partitions = {f.partition for f in candidates}
-    return plan_join(size.bytes, by_partition, partitions, limit, basis=size.basis, other_spec_files=other)
+from rowops.planning import Planned, plan
 
 
 def row_changes(planned: Planned, spark: SparkSession, columns: list[str]) -> RowChanges:

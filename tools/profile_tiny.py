@@ -34,12 +34,12 @@ from tpcds.bench_common import build_session
 KEYS = ["ss_ticket_number", "ss_item_sk"]
 STRATEGIES = ("auto", "copy-on-write", "position-delete", "equality-delete")
 PHASES = (
-    ("rowops.operations", "checked_spec"),
-    ("rowops.operations", "is_small"),
-    ("rowops.operations", "evaluate_once"),
-    ("rowops.operations", "live_files"),
-    ("rowops.operations", "scan_source_keys"),
-    ("rowops.operations", "measured_bytes"),
+    ("rowops.planning", "checked_spec"),
+    ("rowops.planning", "is_small"),
+    ("rowops.planning", "evaluate_once"),
+    ("rowops.planning", "live_files"),
+    ("rowops.planning", "scan_source_keys"),
+    ("rowops.planning", "measured_bytes"),
     ("rowops.operations", "row_changes"),
     ("rowops.operations", "summarize"),
     ("rowops.operations", "_delta"),
