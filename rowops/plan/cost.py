@@ -54,6 +54,9 @@ REWRITE_FACTOR = 8.0  # rewriting a file in Arrow (read all columns, encode, com
 SPARK_REWRITE_FACTOR = 20.0  # the same through Spark's rewrite (scan, anti-join, parquet-mr): 15-28 s at SF 1
 EQ_DELETE_READ_FACTOR = 1.6  # a read anti-joins rows older than equality deletes: +1.1-1.3 s on a 0.7 s scan
 POS_DELETE_READ_FACTOR = 1.5  # a read anti-joins the rows of files with position deletes: +1.0-1.6 s
+# each live delete row (key or position) in every read: its broadcast and the probes that meet it.
+# Reads grew 2.4-4.6 us per delete row written per generation (SF 1 Cases 2-3, both kinds): ~512 B
+DELETE_ROW_READ_BYTES = 512
 
 
 @dataclass(frozen=True)
@@ -123,9 +126,15 @@ def strategy_costs(est: Estimate, read_weight: float) -> dict[str, float]:
     share = rewritten / est.candidate_bytes if est.candidate_bytes else 0.0
     rewrite = rewrite_cost(rewritten, share * est.spark_rewrite_bytes, share * est.eq_deleted_bytes)
     pos_new = (
-        POS_DELETE_READ_FACTOR * max(touched - est.pos_deleted_bytes, 0) + FILE_OPEN_BYTES * touched_files
+        POS_DELETE_READ_FACTOR * max(touched - est.pos_deleted_bytes, 0)
+        + FILE_OPEN_BYTES * touched_files
+        + DELETE_ROW_READ_BYTES * matched_rows
     )
-    eq_new = EQ_DELETE_READ_FACTOR * max(est.partition_bytes - est.eq_deleted_bytes, 0) + new_files
+    eq_new = (
+        EQ_DELETE_READ_FACTOR * max(est.partition_bytes - est.eq_deleted_bytes, 0)
+        + new_files
+        + DELETE_ROW_READ_BYTES * est.source_rows  # a key per source row
+    )
     return {
         "copy-on-write": join + rewrite + new_rows
         + read_weight * (kept * (1.0 - share) + new_files),
@@ -185,7 +194,7 @@ def rewrite_is_cheaper(change: FileChange, read_weight: float) -> bool:
     rewrite = change.size * survive * REWRITE_FACTOR
     # the delete file's open plus the anti-joins (the data file is opened either way)
     deletes_read = read_overhead(change.size, pos_deleted=True, eq_deleted=change.equality_deleted)
-    deletes_read += deleted * (DELETE_ROW_BYTES + change.size / change.rows)  # deleted rows still read
+    deletes_read += deleted * (DELETE_ROW_READ_BYTES + change.size / change.rows)  # deleted rows still read
     return rewrite < change.changed_rows * DELETE_ROW_BYTES + read_weight * deletes_read
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from rowops.meta.delete_index import delete_index
 from rowops.meta.files import LiveFile, TableFiles
-from rowops.plan.cost import FILE_OPEN_BYTES, read_overhead, worth_merging
+from rowops.plan.cost import DELETE_ROW_READ_BYTES, FILE_OPEN_BYTES, read_overhead, worth_merging
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,8 @@ class Debt:
 
     Attributes:
         bytes: per-read overhead in bytes-equivalents: anti-joins with their deletes, opens of their
-            delete files, and opens of files small enough to be merged by a rewrite.
+            delete files, each live delete row, and opens of files small enough to be merged by a
+            rewrite.
         pos_deleted_bytes / eq_deleted_bytes: bytes of the files under position / equality deletes.
         deleted_bytes: bytes of the files under any delete (what a rewrite that clears the debt reads).
         generations: distinct commits whose deletes are live on the files.
@@ -44,6 +45,7 @@ def read_debt(files: TableFiles, candidates: Sequence[LiveFile], read_weight: fl
     eq_delete_files = sum(1 for d in live if d.equality_ids)
     total = sum(map(read_overhead, [f.size for f in candidates], pos, eq))
     total += FILE_OPEN_BYTES * (eq_delete_files + sum(worth_merging(f.size, read_weight) for f in candidates))
+    total += DELETE_ROW_READ_BYTES * sum(d.record_count for d in live)
     return Debt(
         bytes=total,
         pos_deleted_bytes=sum(f.size for f, d in zip(candidates, pos, strict=True) if d),

@@ -17,7 +17,7 @@ from rowops.commit.write_set import find_write_conflict
 from rowops.maintenance.index import covered_targets
 from rowops.meta.delete_index import DeleteIndex, dangling_equality_deletes, delete_index
 from rowops.meta.files import FILE_PATH_ID, LiveFile, TableFiles
-from rowops.plan.cost import FILE_OPEN_BYTES, read_overhead, worth_merging
+from rowops.plan.cost import DELETE_ROW_READ_BYTES, FILE_OPEN_BYTES, read_overhead, worth_merging
 from rowops.plan.debt import Debt, read_debt
 
 POS, EQ, DATA = DataFileContent.POSITION_DELETES, DataFileContent.EQUALITY_DELETES, DataFileContent.DATA
@@ -132,6 +132,7 @@ def brute_force_debt(files: TableFiles, candidates: list[LiveFile], read_weight:
     total = sum(map(read_overhead, [f.size for f in candidates], pos, eq))
     eq_files = sum(1 for d in live_ if d.equality_ids)
     total += FILE_OPEN_BYTES * (eq_files + sum(worth_merging(f.size, read_weight) for f in candidates))
+    total += DELETE_ROW_READ_BYTES * sum(d.record_count for d in live_)
     return Debt(
         bytes=total,
         pos_deleted_bytes=sum(f.size for f, d in zip(candidates, pos, strict=True) if d),
