@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,14 +19,49 @@ from tools import s3_jars
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
+STRATEGY_NAMES = ("copy-on-write", "position-delete", "equality-delete")
+FULL_MATRIX_FILES = {"test_behaviour.py", "test_behaviour_v3.py"}  # every strategy in the fast suite
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests that read through Iceberg's Java runtime are skipped under pyspark 4.x (jar for 3.5)."""
+    """Tests that read through Iceberg's Java runtime are skipped under pyspark 4.x (jar for 3.5);
+    outside the behaviour suites, a test run once per write strategy runs one of them in the fast
+    suite (:func:`rotate_strategies`)."""
+    rotate_strategies(items)
     if java_oracle_available():
         return
     skip = pytest.mark.skip(reason="Iceberg's Java oracle needs Spark 3.5 (its jar); pyspark 4.x runs here")
     for item in items:
         if "java" in item.keywords:
             item.add_marker(skip)
+
+
+def _strategy_of(item: pytest.Item) -> str | None:
+    """The one write strategy ``item`` is parametrized with (None: none, or several)."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    found = [v for v in params.values() if isinstance(v, str) and v in STRATEGY_NAMES]
+    return found[0] if len(found) == 1 else None
+
+
+def rotate_strategies(items: list[pytest.Item]) -> None:
+    """Mark ``slow`` all but one strategy of each test run once per write strategy.
+
+    The behaviour suites (:data:`FULL_MATRIX_FILES`) run every strategy in ``make test``; other tests
+    run one of them, chosen by a hash of the test's name so that each strategy keeps about a third
+    of those tests, and the same one on every run. ``make test-slow`` / ``make test-all`` run the rest
+    (half of the fast suite's time went to such repetitions).
+    """
+    families: dict[str, list[tuple[pytest.Item, str]]] = {}
+    for item in items:
+        strategy = _strategy_of(item)
+        if strategy is not None and item.path.name not in FULL_MATRIX_FILES:
+            families.setdefault(item.nodeid.replace(strategy, "*"), []).append((item, strategy))
+    for family, members in families.items():
+        present = sorted({strategy for _, strategy in members})
+        kept = present[zlib.crc32(family.encode()) % len(present)]
+        for item, strategy in members:
+            if strategy != kept:
+                item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
