@@ -224,7 +224,7 @@ def _broadcast_if_fits(spark: SparkSession, rows: DataFrame, size: int) -> DataF
     Delete sets are counted exactly by their manifests, while Spark sizes a join side by its files'
     compressed bytes and shuffles both sides above 10 MB: at SF 10, four micro-batches of keys
     (~10 MB of Parquet) turned every later read into a sort-merge join that shuffles the whole table
-    (measured 1.7x slower than the broadcast already at SF 1). Above ``rowops.broadcast.max-bytes``
+    (measured 1.5-1.7x slower than the broadcast already at SF 1). Above ``rowops.broadcast.max-bytes``
     (``exec/stats.py``) Spark decides.
     """
     return F.broadcast(rows) if size <= broadcast_cap(spark) else rows
