@@ -12,6 +12,7 @@ import pyspark
 import pytest
 from pyspark.sql import SparkSession
 
+from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, POSITION_DELETE
 from tests.oracles.java_reader import java_oracle_available
 from tests.oracles.s3_server import S3Server, s3_server
 from tools import s3_jars
@@ -19,7 +20,7 @@ from tools import s3_jars
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
-STRATEGY_NAMES = ("copy-on-write", "position-delete", "equality-delete")
+STRATEGY_NAMES = (COPY_ON_WRITE, POSITION_DELETE, EQUALITY_DELETE)
 FULL_MATRIX_FILES = {"test_behaviour.py", "test_behaviour_v3.py"}  # every strategy in the fast suite
 
 

@@ -458,7 +458,7 @@ MAX_FILES_KEYED_BY_POSITION = 64
 def drop_positions(rows: DataFrame, deletes: DataFrame, files: int) -> DataFrame:
     """``rows`` without the ``(_file, _pos)`` pairs of ``deletes`` (rows of ``files`` data files).
 
-    With at most :data:`MAX_FILES_KEYED_BY_POSITION` files under position deletes the anti-join hashes
+    With at most :data:`MAX_FILES_KEYED_BY_POSITION` files under deletes of any kind the anti-join hashes
     the row position alone (a long; a position matches at most one delete row per file) and compares
     the file names in its residual condition (``>=`` and ``<=``: an ``=`` would become a hash key
     again): on SF 1's 16 base files with one micro-batch of position deletes, 1.00 s against 1.22 s
