@@ -54,6 +54,10 @@ PROFILE_TARGETS: tuple[tuple[str, str], ...] = (
 )
 
 
+# rowops.exec.parallel.CONCURRENT_CONF (rowops is imported inside the phases, not by this module)
+CONCURRENT_CONF = "rowops.write.concurrent"
+
+
 class PhaseProfiler:
     """Wraps rowops functions to time them (nested) and labels the Spark jobs each one starts.
 
@@ -68,6 +72,7 @@ class PhaseProfiler:
         self.timings: dict[str, dict[str, float]] = {}
         self._saved: list[tuple[object, str, object]] = []
         self._first_job = 0
+        self._concurrent: str | None = None
 
     def __enter__(self) -> PhaseProfiler:
         import importlib
@@ -92,6 +97,9 @@ class PhaseProfiler:
             return summarize(changes, *args, **kwargs)
 
         self._patch(operations, "summarize", split_summary)
+        # phases are timed on one stack: an operation's writes run one after the other while profiled
+        self._concurrent = self.spark.conf.get(CONCURRENT_CONF, None)
+        self.spark.conf.set(CONCURRENT_CONF, "false")
         self._first_job = job_count(self.spark)
         return self
 
@@ -103,6 +111,10 @@ class PhaseProfiler:
         for owner, name, original in reversed(self._saved):
             setattr(owner, name, original)
         self._saved.clear()
+        if self._concurrent is None:
+            self.spark.conf.unset(CONCURRENT_CONF)
+        else:
+            self.spark.conf.set(CONCURRENT_CONF, self._concurrent)
         self.spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
 
     @contextlib.contextmanager

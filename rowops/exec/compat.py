@@ -1,14 +1,17 @@
 """The one module that tells classic PySpark (3.5, 4.x) from a Spark Connect client.
 
 Everything else in rowops uses only public DataFrame / SparkSession APIs that exist in classic
-PySpark 3.5 and 4.x and in ``pyspark.sql.connect``. Three things have no such API; they are
+PySpark 3.5 and 4.x and in ``pyspark.sql.connect``. Four things have no such API; they are
 chosen here, by the session's type, and nowhere else:
 
 * shipping rowops' zip to the Python workers: ``addArtifacts(pyfile=True)`` (Connect, classic 4.x),
   ``addPyFile`` of the SparkContext on classic 3.5, where ``addArtifacts`` raises;
 * freeing a local checkpoint's blocks: classic has no public handle on the checkpoint's RDD;
   on Connect the server frees it when the client drops the DataFrame;
-* the driver's log level of a session rowops creates (Connect: the server's own business).
+* the driver's log level of a session rowops creates (Connect: the server's own business);
+* running Spark jobs from another driver thread with the caller's job properties (job group and
+  description, tags; Connect: the session and its thread-local state): ``inheritable_thread_target``
+  takes the function on 3.5 and the session on 4.x.
 
 Plan text comes from the public ``DataFrame.explain``, which prints: :func:`explain_text` captures
 what the calling thread prints, leaving other threads' output alone.
@@ -20,10 +23,12 @@ import io
 import re
 import sys
 import threading
-from typing import Any, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO, TypeVar
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.util import inheritable_thread_target
 
 try:  # classic PySpark talks to its JVM through Py4J; the Connect client (pyspark-client) has no Py4J
     from py4j.protocol import Py4JJavaError
@@ -33,6 +38,7 @@ except ImportError:  # pragma: no cover - pyspark-client installations only
     JOB_ERRORS = (PySparkException,)
 
 _CONNECT = "pyspark.sql.connect."
+T = TypeVar("T")
 
 
 def is_connect(spark: SparkSession | DataFrame) -> bool:
@@ -77,6 +83,16 @@ def release_checkpoint(evaluated: DataFrame) -> None:
     plan = evaluated._jdf.queryExecution().analyzed()
     if plan.getClass().getSimpleName() == "LogicalRDD":
         plan.rdd().unpersist(False)
+
+
+def thread_target(spark: SparkSession, fn: Callable[[], T]) -> Callable[[], T]:
+    """``fn``, to run in another driver thread as if in this one: with the calling thread's job
+    group, description and tags (a job group's cancellation reaches its jobs), and on Connect the
+    session as the thread's active one. Captured now, when wrapped."""
+    wrap: Any = inheritable_thread_target  # 3.5's stubs know the function form only
+    if not is_connect(spark) and _classic_35(spark):
+        return wrap(fn)
+    return wrap(spark)(fn)
 
 
 def _classic_35(spark: SparkSession) -> bool:

@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 import tempfile
+import threading
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -180,20 +181,41 @@ def operation_conf(spark: SparkSession) -> Iterator[None]:
         yield
 
 
+# Settings in force through session_conf: (session, key) -> the value before the first block and the
+# blocks' values, innermost or latest last. Blocks may nest and may overlap in driver threads (an
+# operation's writes run together, ``exec/parallel.py``), so a block that ends restores the value of
+# the latest block still running, and the session's own value only when none is.
+_CONF_LOCK = threading.Lock()
+_CONF_LAYERS: dict[tuple[int, str], tuple[str | None, list[tuple[object, str]]]] = {}
+
+
 @contextmanager
 def session_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
-    """Apply ``settings`` to the session while the block runs, then restore the session's values."""
-    previous: dict[str, str | None] = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
+    """Apply ``settings`` to the session while the block runs, then restore the session's values.
+
+    Safe across driver threads: overlapping blocks never leave one of their values behind.
+    """
+    token = object()
+    with _CONF_LOCK:
+        for key, value in settings.items():
+            original, layers = _CONF_LAYERS.setdefault((id(spark), key), (spark.conf.get(key, None), []))
+            layers.append((token, value))
+            spark.conf.set(key, value)
     try:
         yield
     finally:
-        for key, old in previous.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
+        with _CONF_LOCK:
+            for key in settings:
+                original, layers = _CONF_LAYERS[(id(spark), key)]
+                layers[:] = [(t, v) for t, v in layers if t is not token]
+                if layers:
+                    spark.conf.set(key, layers[-1][1])
+                    continue
+                del _CONF_LAYERS[(id(spark), key)]
+                if original is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, original)
 
 
 def create_session(

@@ -11,7 +11,7 @@ import math
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 
 from pyiceberg.table.metadata import TableMetadata
 from pyspark.sql import DataFrame, SparkSession
@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from rowops.errors import DuplicateKeyError, NullKeyError, UnmatchedFileError
 from rowops.exec.arrow_rewrite import absorbs_updates, arrow_eligible, rewrite_positions
 from rowops.exec.changes import RowChanges
+from rowops.exec.parallel import run_together
 from rowops.exec.scan import (
     FILE_COL,
     POS_COL,
@@ -184,8 +185,8 @@ def rewrite_files(
     in_arrow = arrow_eligible(ctx.metadata, index, targets)
     written = Written()
     if in_arrow:
-        updated = new_rows_at if absorbs_updates(ctx.metadata) else None
-        absorbed = {f.path for f in in_arrow} if updated is not None else set()
+        absorbed = absorbed_paths(ctx, paths, new_rows_at)
+        updated = new_rows_at if absorbed else None
         written = Written(data=_rewrite_in_arrow(ctx, removed, in_arrow, index, updated), absorbed=absorbed)
     arrow_paths = {f.path for f in in_arrow}
     by_spark = [f for f in targets if f.path not in arrow_paths]
@@ -197,6 +198,16 @@ def rewrite_files(
         )
         written = written.merge(Written(data=rewritten))
     return written.merge(_replaced(ctx, paths))
+
+
+def absorbed_paths(ctx: WriteContext, paths: Collection[str], new_rows_at: DataFrame | None) -> set[str]:
+    """The files of ``paths`` whose rewrite (:func:`rewrite_files`) writes their updated rows in place
+    of the old versions (rewritten in Arrow, in a table without a sort order): known before anything
+    is written, so the new rows can be written at the same time, without those updated rows."""
+    if new_rows_at is None or not absorbs_updates(ctx.metadata):
+        return set()
+    targets = [f for f in ctx.files.data if f.path in paths]
+    return {f.path for f in arrow_eligible(ctx.metadata, delete_index(ctx.files), targets)}
 
 
 def _rewrite_in_arrow(
@@ -303,16 +314,25 @@ def copy_on_write(
     merged = merge_candidates(ctx.files, set(counts), read_weight) if clear else set()
     rewrite = set(counts) | indebted | merged
     travelling = {p for p in rewrite if worth_merging(sizes[p], read_weight)}
-    written = rewrite_files(ctx, changes.removed, rewrite - travelling, changes.new_rows_at)
-    return written.merge(_write_new_rows_with(ctx, changes, counts, new_count, travelling, written.absorbed))
+    rewritten = rewrite - travelling
+    absorbed = absorbed_paths(ctx, rewritten, changes.new_rows_at)
+    written, new_rows = run_together(
+        ctx.spark,
+        partial(rewrite_files, ctx, changes.removed, rewritten, changes.new_rows_at),
+        partial(_write_new_rows_with, ctx, changes, counts, new_count, travelling, absorbed),
+    )
+    return written.merge(new_rows)
 
 
 def position_delete(
     ctx: WriteContext, changes: RowChanges, counts: dict[str, int], new_count: int | None
 ) -> Written:
-    """Position deletes for removed rows; the new rows as data files."""
-    written = delete_positions(ctx, changes.removed, counts)
-    new_rows = write_new_rows(ctx, changes.new_rows, new_count, exact=True)
+    """Position deletes for removed rows; the new rows as data files (both written together)."""
+    written, new_rows = run_together(
+        ctx.spark,
+        partial(delete_positions, ctx, changes.removed, counts),
+        partial(write_new_rows, ctx, changes.new_rows, new_count, exact=True),
+    )
     return written.merge(new_rows).merge(Written(changed_rows=counts))
 
 
@@ -330,9 +350,15 @@ def hybrid(
     small_dense = {p for p in dense if worth_merging(sizes[p], read_weight)}
     travelling = small_dense | merge_candidates(ctx.files, set(counts), read_weight)
     sparse = {p: n for p, n in counts.items() if p not in dense}
-    written = rewrite_files(ctx, changes.removed, dense - small_dense, changes.new_rows_at)
-    written = written.merge(delete_positions(ctx, changes.removed, sparse))
-    return written.merge(_write_new_rows_with(ctx, changes, counts, new_count, travelling, written.absorbed))
+    rewritten = dense - small_dense
+    absorbed = absorbed_paths(ctx, rewritten, changes.new_rows_at)
+    written, deleted, new_rows = run_together(
+        ctx.spark,
+        partial(rewrite_files, ctx, changes.removed, rewritten, changes.new_rows_at),
+        partial(delete_positions, ctx, changes.removed, sparse),
+        partial(_write_new_rows_with, ctx, changes, counts, new_count, travelling, absorbed),
+    )
+    return written.merge(deleted).merge(new_rows)
 
 
 def _write_new_rows_with(
@@ -426,12 +452,32 @@ def equality_delete(
     key_rows = source.select(*[F.col(f"`{k}`") for k in keys])
     key_rows = key_rows if upsert else key_rows.distinct()
     exact = rows if upsert else None  # a delete by key writes its distinct keys: at most ``rows``
-    deletes = [
-        w
-        for spec_id in spec_ids
-        for w in write_equality_deletes(
-            key_rows, keys, ctx.metadata, ctx.stage.next_dir("eq-deletes"), exact, one_task(rows), spec_id
-        )
-    ]
-    written = write_new_rows(ctx, source, rows, exact=rows is not None) if upsert else Written()
-    return written.merge(Written(equality_deletes=deletes))
+
+    write_keys = partial(_write_keys, ctx, key_rows, keys, spec_ids, exact, one_task(rows))
+    if not upsert:
+        return write_keys()
+    deleted, new_rows = run_together(
+        ctx.spark, write_keys, partial(write_new_rows, ctx, source, rows, exact=rows is not None)
+    )
+    return new_rows.merge(deleted)
+
+
+def _write_keys(
+    ctx: WriteContext,
+    key_rows: DataFrame,
+    keys: Sequence[str],
+    spec_ids: Sequence[int],
+    rows: int | None,
+    single_task: bool,
+) -> Written:
+    """Equality deletes of ``key_rows``, once per partition spec of ``spec_ids``."""
+    directory = ctx.stage.next_dir
+    return Written(
+        equality_deletes=[
+            w
+            for spec_id in spec_ids
+            for w in write_equality_deletes(
+                key_rows, keys, ctx.metadata, directory("eq-deletes"), rows, single_task, spec_id
+            )
+        ]
+    )

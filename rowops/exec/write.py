@@ -9,6 +9,7 @@ one task, and data files are sorted by the table's sort order.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import time
 import uuid
@@ -85,12 +86,11 @@ class Staging:
             normalize_path(table_location).rstrip("/"), "data", f"{stamp}-{uuid.uuid4().hex[:8]}"
         )
         self.io = io
-        self._count = 0
+        self._count = itertools.count(1)  # next() is atomic: writes may run in driver threads
         self.referenced = False
 
     def next_dir(self, kind: str) -> StagedDir:
-        self._count += 1
-        return StagedDir(join(self.root, f"{kind}-{self._count}"), self.io)
+        return StagedDir(join(self.root, f"{kind}-{next(self._count)}"), self.io)
 
     def attempting(self) -> None:
         self.referenced = True
