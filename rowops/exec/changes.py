@@ -107,19 +107,24 @@ def _staged(
     )
 
 
-def _unmatched_source(s: DataFrame, matched_part: DataFrame, spec: MergeSpec) -> DataFrame:
+def _unmatched_source(s: DataFrame, matched_part: DataFrame, spec: MergeSpec, small: bool) -> DataFrame:
     """Source rows that met no target row: an anti-join of the source with the matched source rows.
 
     A merge on key columns anti-joins on the keys (``=``, as the ON condition: a NULL key matched
     nothing, so it is never among the matched keys and its row is kept), reading the source again;
     any other ON condition needs source row ids. The source was evaluated once (``exec/source.py``),
     so both reads see the same rows and the row ids are stable.
+
+    ``small``: the source was broadcast to the join, so its matched keys (or ids) are broadcast as they
+    are, repeats included, and no source row is shuffled. Spark cannot size the matched rows before
+    they are cached and would shuffle and sort the whole source (every column) with them.
     """
     hits = matched_part.filter(_met())
     if spec.on_columns is None:
-        return s.join(hits.select(_S_ID).distinct(), _S_ID, "left_anti")
+        ids = hits.select(_S_ID)
+        return s.join(F.broadcast(ids) if small else ids.distinct(), _S_ID, "left_anti")
     keys = [f"{_S_KEY}{i}" for i in range(len(spec.on_columns))]
-    matched_keys = hits.select(*keys).distinct()
+    matched_keys = F.broadcast(hits.select(*keys)) if small else hits.select(*keys).distinct()
     cond = [s[f"`{c}`"] == matched_keys[k] for c, k in zip(spec.on_columns, keys, strict=True)]
     return s.join(matched_keys, cond, "left_anti")
 
@@ -162,7 +167,8 @@ def _join_slices(
     staged = matched_part.drop(*[c for c in matched_part.columns if c == _S_ID or c.startswith(_S_KEY)])
     cached = [matched_part]
     if spec.of("not_matched"):
-        unmatched = _unmatched_source(s.withColumn(_S_ROW, F.lit(True)), matched_part, spec).alias("s")
+        small = all(piece.broadcast for piece in slices)
+        unmatched = _unmatched_source(s.withColumn(_S_ROW, F.lit(True)), matched_part, spec, small).alias("s")
         no_target = slices[0].target.withColumn(_T_ROW, F.lit(True)).limit(0).alias("t")
         rest = _staged(unmatched.join(no_target, F.lit(False), "left_outer"), spec, columns)
         rest = rest.persist(StorageLevel.MEMORY_AND_DISK)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from pyspark.sql import functions as F
 
 import rowops
 from rowops.exec.cardinality import repeated_matches_bitmap, repeated_matches_groupby
 from rowops.exec.changes import matched_rows, merge_changes
+from rowops.exec.compat import explain_text
 from rowops.exec.scan import scan
 from rowops.meta.delete_index import delete_index
 from rowops.spec.operations import simple_merge_spec
@@ -61,6 +64,25 @@ def test_colocated_plan_has_no_exchange_on_target(lake, big) -> None:  # type: i
         plan = changes.joined._jdf.queryExecution().executedPlan().toString()
         assert "BroadcastHashJoin" in plan
         assert "BroadcastHashJoin" in rowops.explain(source, big, on=["k"], strategy="position-delete")
+    finally:
+        changes.release()
+
+
+def test_colocated_merge_finds_unmatched_source_rows_without_a_shuffle(lake, big) -> None:  # type: ignore[no-untyped-def]
+    """The source rows to insert come from an anti-join with the broadcast matched keys: no source row
+    is shuffled or sorted (Spark cannot size the matched keys before they are cached)."""
+    source = wide_source(lake.spark, 97)
+    target = scan(lake.spark, big.schema, big.files(), row_ids=True)
+    changes = merge_changes(target, source, simple_merge_spec(["k"]), big.schema.column_names, colocated=True)
+    try:
+        plan = explain_text(changes.joined, "formatted")
+        assert "SortMergeJoin" not in plan
+        assert re.search(r"(?<!Broadcast)Exchange", plan) is None  # no shuffle
+        assert re.search(r"BroadcastHashJoin.*LeftAnti", plan)
+        inserted = changes.joined.filter(~F.col("_t_present").eqNullSafe(True)).select("k")
+        assert sorted(r.k for r in inserted.collect()) == sorted(
+            r.k for r in source.join(big.to_df(), "k", "left_anti").select("k").collect()
+        )
     finally:
         changes.release()
 
