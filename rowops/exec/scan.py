@@ -35,7 +35,6 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from rowops.exec.delete_cache import cached_keys
 from rowops.exec.deletion_vectors import deletion_vector_positions
 from rowops.exec.listing import read_files, spark_name
 from rowops.exec.stats import broadcast_cap
@@ -189,8 +188,7 @@ def _delete_keys(
     """Per set of equality columns: their names, the keys (``_eq_<i>``) with ``_delete_seq``, and
     whether each column is required (never NULL).
 
-    Delete files are read in groups of equal sequence number (their keys cached across reads,
-    ``exec/delete_cache.py``), each tagged with a literal; with
+    Delete files are read in groups of equal sequence number, each tagged with a literal; with
     ``partitions``, groups are also split by partition and tagged ``_delete_part`` (its id, -1 for a
     partition no data file has, NULL for a global delete).
     """
@@ -206,7 +204,7 @@ def _delete_keys(
             part = None if partitions is None or f.is_global else partitions.get((f.spec_id, f.partition), -1)
             by_seq[(f.seq, part)].append(f)
         parts = [
-            cached_keys(spark, keys, files, functools.partial(read_as_stored, spark, keys, files)).select(
+            read_as_stored(spark, keys, files).select(
                 *[F.col(f"`{n}`").alias(f"_eq_{i}") for i, n in enumerate(names)],
                 F.lit(seq).alias(_DEL_SEQ),
                 *([F.lit(part).cast("int").alias(_DEL_PART)] if partitions is not None else []),

@@ -8,9 +8,7 @@ from typing import Any
 import pytest
 
 import rowops
-from rowops.exec import delete_cache, scan
-from rowops.exec.compat import explain_text
-from rowops.exec.delete_cache import MAX_ROWS_CONF
+from rowops.exec import scan
 from rowops.exec.session import session_conf
 from rowops.exec.stats import BROADCAST_CAP_CONF
 from rowops.meta.paths import normalize_path
@@ -31,8 +29,6 @@ def _scans(df: Any) -> list[tuple[set[str], bool]]:
             return walk(node.plan(), under_join)
         if name == "ReusedExchangeExec":  # the exchange it reuses is walked where it is defined
             return None
-        if name == "InMemoryTableScanExec":  # cached delete keys (exec/delete_cache.py): the plan cached
-            return walk(node.relation().cachedPlan(), under_join)
         if name.endswith("JoinExec"):
             under_join = True
         if name == "FileSourceScanExec":
@@ -76,23 +72,20 @@ def test_files_no_delete_applies_to_never_meet_a_join(lake, strategy) -> None:  
 def test_equality_delete_keys_are_read_once_for_every_generation(lake) -> None:  # type: ignore[no-untyped-def]
     """Data files of four sequence numbers, three of them under three generations of equality
     deletes: two anti-joins (the files older than every delete, the newer ones) with the same build
-    side, so each delete file is scanned once per read: the keys are broadcast once and reused. (With
-    the keys cached, ``exec/delete_cache.py``, AQE plans a stage per use of a cached relation and
-    broadcasts the keys once per anti-join, from the cache.)"""
-    with session_conf(lake.spark, {MAX_ROWS_CONF: "0"}):
-        table = _table(lake)
-        for n in (1, 2, 3):
-            changed = [make_row(k, n) for k in range(0, ROWS, 5)]
-            rowops.merge(frame(lake.spark, changed), table, on=["k"], strategy="equality-delete")
-        files = table.files()
-        assert len({f.seq for f in files.data}) == 4 and len({f.seq for f in files.equality_deletes}) == 3
-        deletes = {f.path for f in files.equality_deletes}
-        df = table.to_df()
-        got = {r["k"]: r["n"] for r in df.collect()}  # executed: the final adaptive plan is walked
-        assert got == {k: (3 if k % 5 == 0 else 0) for k in range(ROWS)}
-        scanned = [s & deletes for s, _ in _scans(df) if s & deletes]
-        assert sorted(len(s) for s in scanned) == [4, 4, 4], scanned  # one scan per delete generation
-        assert set().union(*scanned) == deletes
+    side, so each delete file is scanned once per read: the keys are broadcast once and reused."""
+    table = _table(lake)
+    for n in (1, 2, 3):
+        changed = [make_row(k, n) for k in range(0, ROWS, 5)]
+        rowops.merge(frame(lake.spark, changed), table, on=["k"], strategy="equality-delete")
+    files = table.files()
+    assert len({f.seq for f in files.data}) == 4 and len({f.seq for f in files.equality_deletes}) == 3
+    deletes = {f.path for f in files.equality_deletes}
+    df = table.to_df()
+    got = {r["k"]: r["n"] for r in df.collect()}  # executed: the final adaptive plan is walked
+    assert got == {k: (3 if k % 5 == 0 else 0) for k in range(ROWS)}
+    scanned = [s & deletes for s, _ in _scans(df) if s & deletes]
+    assert sorted(len(s) for s in scanned) == [4, 4, 4], scanned  # one scan per delete generation
+    assert set().union(*scanned) == deletes
 
 
 def _joins(df: Any) -> list[str]:
@@ -149,43 +142,3 @@ def test_position_deletes_remove_their_file_rows_only(lake, monkeypatch, keyed_b
     plan = df._jdf.queryExecution().executedPlan().toString()
     assert ("_delete_file" in plan) is keyed_by_position
     assert {r["k"]: r["n"] for r in df.collect()} == {k: 1 if k % 13 == 0 else 0 for k in range(ROWS)}
-
-
-def _equality_generations(lake: Any) -> tuple[Any, dict[int, int]]:
-    """A table under two generations of equality deletes (two groups of delete files), and its rows."""
-    table = _table(lake)
-    for n, step in ((1, 3), (2, 4)):
-        changed = [make_row(k, n) for k in range(0, ROWS, step)]
-        rowops.merge(frame(lake.spark, changed), table, on=["k"], strategy="equality-delete")
-    return table, {k: 2 if k % 4 == 0 else 1 if k % 3 == 0 else 0 for k in range(ROWS)}
-
-
-def test_equality_delete_keys_are_served_from_the_cache_after_the_first_read(lake) -> None:  # type: ignore[no-untyped-def]
-    """The keys of each group of equality-delete files are read once per session: later reads scan
-    Spark's cache for them, with the same answer as a read with the cache off."""
-    table, expected = _equality_generations(lake)
-    assert {r["k"]: r["n"] for r in table.to_df().collect()} == expected
-    again = table.to_df()
-    assert "InMemoryTableScan" in explain_text(again, "formatted")
-    assert {r["k"]: r["n"] for r in again.collect()} == expected
-    with session_conf(lake.spark, {MAX_ROWS_CONF: "0"}):
-        uncached = table.to_df()
-        assert "InMemoryTableScan" not in explain_text(uncached, "formatted")
-        assert {r["k"]: r["n"] for r in uncached.collect()} == expected
-
-
-def test_cached_delete_keys_are_bounded_by_rows(lake) -> None:  # type: ignore[no-untyped-def]
-    """Past ``rowops.scan.delete-cache.max-rows`` key rows the least recently used groups are evicted
-    (and unpersisted); a group larger than the bound is read as before."""
-    table, expected = _equality_generations(lake)
-    groups = [d.record_count for d in table.files().equality_deletes]
-    largest = max(sum(groups[i::2]) for i in range(2))  # bound: room for one group, not both
-    with session_conf(lake.spark, {MAX_ROWS_CONF: str(largest)}):
-        assert {r["k"]: r["n"] for r in table.to_df().collect()} == expected
-        assert delete_cache.cached_groups() == 1
-        kept = next(iter(delete_cache._ENTRIES.values())).keys
-        assert kept.storageLevel.useMemory
-    with session_conf(lake.spark, {MAX_ROWS_CONF: "1"}):
-        assert {r["k"]: r["n"] for r in table.to_df().collect()} == expected
-        assert delete_cache.cached_groups() == 0
-        assert not kept.storageLevel.useMemory  # evicted: unpersisted
