@@ -185,7 +185,7 @@ def rewrite_files(
     in_arrow = arrow_eligible(ctx.metadata, index, targets)
     written = Written()
     if in_arrow:
-        absorbed = absorbed_paths(ctx, paths, new_rows_at)
+        absorbed = {f.path for f in in_arrow} if _absorbs(ctx, new_rows_at) else set()
         updated = new_rows_at if absorbed else None
         written = Written(data=_rewrite_in_arrow(ctx, removed, in_arrow, index, updated), absorbed=absorbed)
     arrow_paths = {f.path for f in in_arrow}
@@ -204,10 +204,15 @@ def absorbed_paths(ctx: WriteContext, paths: Collection[str], new_rows_at: DataF
     """The files of ``paths`` whose rewrite (:func:`rewrite_files`) writes their updated rows in place
     of the old versions (rewritten in Arrow, in a table without a sort order): known before anything
     is written, so the new rows can be written at the same time, without those updated rows."""
-    if new_rows_at is None or not absorbs_updates(ctx.metadata):
+    if not _absorbs(ctx, new_rows_at):
         return set()
     targets = [f for f in ctx.files.data if f.path in paths]
     return {f.path for f in arrow_eligible(ctx.metadata, delete_index(ctx.files), targets)}
+
+
+def _absorbs(ctx: WriteContext, new_rows_at: DataFrame | None) -> bool:
+    """Whether rewrites in Arrow take the updated rows in place (``arrow_rewrite.absorbs_updates``)."""
+    return new_rows_at is not None and absorbs_updates(ctx.metadata)
 
 
 def _rewrite_in_arrow(
@@ -452,7 +457,6 @@ def equality_delete(
     key_rows = source.select(*[F.col(f"`{k}`") for k in keys])
     key_rows = key_rows if upsert else key_rows.distinct()
     exact = rows if upsert else None  # a delete by key writes its distinct keys: at most ``rows``
-
     write_keys = partial(_write_keys, ctx, key_rows, keys, spec_ids, exact, one_task(rows))
     if not upsert:
         return write_keys()
@@ -471,13 +475,12 @@ def _write_keys(
     single_task: bool,
 ) -> Written:
     """Equality deletes of ``key_rows``, once per partition spec of ``spec_ids``."""
-    directory = ctx.stage.next_dir
     return Written(
         equality_deletes=[
             w
             for spec_id in spec_ids
             for w in write_equality_deletes(
-                key_rows, keys, ctx.metadata, directory("eq-deletes"), rows, single_task, spec_id
+                key_rows, keys, ctx.metadata, ctx.stage.next_dir("eq-deletes"), rows, single_task, spec_id
             )
         ]
     )
