@@ -8,7 +8,9 @@ position (one row per change; new versions carry their values), and one task per
 reads each file once and writes what stays, in its order, with the new versions in place, to one new
 file of the same partition. A pure update leaves a file of the same number of rows, in the same
 order; no second file of updated rows is written beside it, and a rewritten file never has more rows
-than its original (no split needed). Inserts are written by Spark as new files
+than its original (no split needed). Small files a rewrite merges can go into the new file of a large
+file of their partition, after its rows (:func:`attach_small_files`: the task writes a group of files
+into one). Inserts are written by Spark as new files
 (``strategies.write_new_rows``).
 
 Spark's way (``strategies.rewrite_files``: scan with row ids, anti-join, the DataFrame writer, the
@@ -69,7 +71,7 @@ ROW_GROUP_ROWS = 1 << 20  # rows buffered per written row group
 _BATCH_ROWS = 1 << 17
 _OUT_SCHEMA = "idx int, written string, rows long"
 # the rows of a rewrite: (file index, position, what to do there, path, values of the table's columns)
-_IDX, _OP, _PATH = "_rw_idx", "_rw_op", "_rw_path"
+_IDX, _OP, _PATH, _GRP = "_rw_idx", "_rw_op", "_rw_path", "_rw_group"
 _FILE, _DROP, _REPLACE = 0, 1, 2  # one row per file (position -1, its path); drop; new version
 _OUT_ARROW = pa.schema([("idx", pa.int32()), ("written", pa.string()), ("rows", pa.int64())])
 
@@ -106,9 +108,10 @@ def rewrite_positions(
     dropped: DataFrame,
     directory: str,
     replaced: DataFrame | None = None,
+    into: Mapping[str, str] | None = None,
 ) -> list[WrittenFile]:
     """Rewrite ``targets`` without the ``(_file, _pos)`` rows of ``dropped`` and with the rows of
-    ``replaced`` in place of the rows they replace; one file per target.
+    ``replaced`` in place of the rows they replace; one file per target, or per group (``into``).
 
     Args:
         dropped: Spark's file name (``_file``) and row position (``_pos``) of every row to drop,
@@ -117,31 +120,84 @@ def rewrite_positions(
         replaced: ``_file``, ``_pos`` and the table's columns: the new version of the row at that
             position, written where the old one was (cast, NOT NULL and range checked as every writer
             does). Rows of other files than ``targets`` are ignored.
+        into: path of a target -> path of the target whose new file it is written into, after that
+            target's rows (files of one partition, :func:`attach_small_files`); the others get a file
+            of their own.
 
     Returns:
-        The written files, each with its target's partition; a target left without rows has none.
+        The written files, each with its target's partition; a target (or group) left without rows
+        has none.
     """
     uris = file_uris(spark, targets)
+    group = _groups(targets, into or {})
     names = spark.createDataFrame(
-        [(uris[f.path], i, f.path) for i, f in enumerate(targets)],
-        f"{FILE_COL} string, {_IDX} int, {_PATH} string",
+        [(uris[f.path], i, f.path, group[i]) for i, f in enumerate(targets)],
+        f"{FILE_COL} string, {_IDX} int, {_PATH} string, {_GRP} int",
     )
     fields = metadata.schema().fields
     nulls = [F.lit(None).cast(to_spark_type(f.field_type)).alias(f"_c{i}") for i, f in enumerate(fields)]
-    ids = F.broadcast(names.select(FILE_COL, _IDX))
-    rows = names.select(_IDX, F.lit(-1).cast("long").alias(POS_COL), F.lit(_FILE).alias(_OP), _PATH, *nulls)
-    drops = dropped.join(ids, FILE_COL).select(_IDX, POS_COL, F.lit(_DROP).alias(_OP), _no_path(), *nulls)
-    rows = rows.unionByName(drops)
+    ids = F.broadcast(names.select(FILE_COL, _IDX, _GRP))
+    head: list[Column | str] = [_IDX, F.lit(-1).cast("long").alias(POS_COL), F.lit(_FILE).alias(_OP), _PATH]
+    rows = names.select(*head, *nulls, _GRP)
+    drops = dropped.join(ids, FILE_COL)
+    rows = rows.unionByName(drops.select(_IDX, POS_COL, F.lit(_DROP).alias(_OP), _no_path(), *nulls, _GRP))
     if replaced is not None:
         new = replaced.join(ids, FILE_COL)
         values = [c.alias(f"_c{i}") for i, c in enumerate(stored_columns(new, metadata.schema()))]
-        rows = rows.unionByName(new.select(_IDX, POS_COL, F.lit(_REPLACE).alias(_OP), _no_path(), *values))
-    tasks = max(1, min(len(targets), 4 * default_parallelism(spark)))
-    task = _rewrite_task(dict(io.properties), metadata, directory)
-    grouped = rows.repartition(tasks, _IDX).sortWithinPartitions(_IDX, POS_COL)  # a file's rows together
+        marked: list[Column | str] = [_IDX, POS_COL, F.lit(_REPLACE).alias(_OP), _no_path()]
+        rows = rows.unionByName(new.select(*marked, *values, _GRP))
+    tasks = max(1, min(len(set(group)), 4 * default_parallelism(spark)))
+    task = _rewrite_task(dict(io.properties), metadata, directory, group)
+    # a group's rows together, each file's in a run, by position
+    grouped = rows.repartition(tasks, _GRP).sortWithinPartitions(_GRP, _IDX, POS_COL).drop(_GRP)
     out = grouped.mapInArrow(task, _OUT_SCHEMA)
     results = {int(r["idx"]): (r["written"], int(r["rows"])) for r in out.collect()}
     return _verified(targets, results, io)
+
+
+def _groups(targets: Sequence[LiveFile], into: Mapping[str, str]) -> list[int]:
+    """The group of each target: the index of the target whose file it is written into (its own)."""
+    index = {f.path: i for i, f in enumerate(targets)}
+    return [index[into.get(f.path, f.path)] for f in targets]
+
+
+def attach_small_files(
+    metadata: TableMetadata,
+    index: DeleteIndex,
+    hosts: Sequence[LiveFile],
+    small: Sequence[LiveFile],
+    capacity: int,
+) -> dict[str, str]:
+    """Which of the ``small`` files to rewrite into the new file of a ``host`` of their partition:
+    path of a small file -> path of its host, while the host's group stays under ``capacity`` bytes.
+
+    Only files :func:`arrow_eligible` keeps; a small file's rows go after its host's, so not in a
+    table with a sort order (they would break the file's order). The rest is a pure bin packing:
+
+    >>> from types import SimpleNamespace as F
+    >>> big = [F(path="b", partition=(1,), spec_id=0, size=60)]
+    >>> tiny = [F(path=p, partition=(k,), spec_id=0, size=20) for p, k in [("s", 1), ("t", 1), ("u", 2)]]
+    >>> _pack(big, tiny, capacity=100), _pack(big, tiny, capacity=90)
+    ({'s': 'b', 't': 'b'}, {'s': 'b'})
+    """
+    if metadata.sort_order().fields:
+        return {}
+    return _pack(arrow_eligible(metadata, index, hosts), arrow_eligible(metadata, index, small), capacity)
+
+
+def _pack(hosts: Sequence[LiveFile], small: Sequence[LiveFile], capacity: int) -> dict[str, str]:
+    room: dict[tuple[int, tuple[object, ...]], list[tuple[str, int]]] = {}
+    for f in sorted(hosts, key=lambda f: f.size):  # the smallest host of a partition fills first
+        room.setdefault((f.spec_id, f.partition), []).append((f.path, capacity - f.size))
+    attached: dict[str, str] = {}
+    for f in sorted(small, key=lambda f: f.size):
+        spaces = room.get((f.spec_id, f.partition), [])
+        fits = next((i for i, (_, free) in enumerate(spaces) if free >= f.size), None)
+        if fits is not None:
+            host, free = spaces[fits]
+            spaces[fits] = (host, free - f.size)
+            attached[f.path] = host
+    return attached
 
 
 def _no_path() -> Column:
@@ -157,10 +213,13 @@ def _verified(
     missing = [f.path for i, f in enumerate(targets) if i not in results]
     if missing:
         raise WriteVerificationError(f"Spark returned no rewrite of {len(missing)} files, e.g. {missing[:3]}")
-    written = {i: path for i, (path, _) in results.items() if path is not None}
+    written: dict[str, int] = {}  # path -> a target written into it (the files of a group share one)
+    for i, (path, _) in sorted(results.items()):
+        if path is not None:
+            written.setdefault(path, i)
     rows = sum(n for _, n in results.values())
     try:
-        footers = read_footers(io, list(written.values()))
+        footers = read_footers(io, list(written))
         on_disk = sum(int(footer.num_rows) for footer, _ in footers.values())
     except OSError:  # FileNotFoundError: written on an executor's own disk
         footers, on_disk = {}, -1
@@ -169,16 +228,15 @@ def _verified(
             f"The rewrite tasks wrote {rows} rows into {len(written)} files, but the driver reads "
             f"{max(on_disk, 0)} there: executors wrote where the driver cannot read"
         )
-    return [
-        WrittenFile(path, targets[i].partition, footer=footers[path]) for i, path in sorted(written.items())
-    ]
+    return [WrittenFile(path, targets[i].partition, footer=footers[path]) for path, i in written.items()]
 
 
 def _rewrite_task(
-    io_properties: dict[str, str], metadata: TableMetadata, directory: str
+    io_properties: dict[str, str], metadata: TableMetadata, directory: str, group: Sequence[int]
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function: the change rows of each file (sorted by file, then position)
-    become one output row (idx, written file, rows written)."""
+    """The ``mapInArrow`` function: the change rows of each file (sorted by group, file, position)
+    become one output row per file (idx, written file, rows written); the files of a group (``group``:
+    by file index) are written into one new file."""
     schema = metadata.schema()
     options = writer_options(metadata.properties)
     defaults = initial_defaults(schema)
@@ -186,13 +244,26 @@ def _rewrite_task(
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         io = make_io(io_properties)
         target = _target_schema(schema)
+        sink: ParquetSink | None = None
+        members: list[tuple[int, int]] = []  # (file index, rows written) of the open group
         for idx, changes in per_file(batches):
-            key = join(directory, f"part-arrow-{uuid.uuid4()}.parquet")
-            rows = _rewrite_changed(io, changes, target, key, options, defaults)
-            out = {"idx": [idx], "written": [key if rows else None], "rows": [rows]}
-            yield pa.RecordBatch.from_pydict(out, schema=_OUT_ARROW)
+            if sink is not None and group[idx] != group[members[0][0]]:
+                yield _group_written(sink, members)
+                sink, members = None, []
+            if sink is None:
+                sink = ParquetSink(io, join(directory, f"part-arrow-{uuid.uuid4()}.parquet"), target, options)
+            members.append((idx, _rewrite_changed(io, changes, target, sink, defaults)))
+        if sink is not None:
+            yield _group_written(sink, members)
 
     return run
+
+
+def _group_written(sink: ParquetSink, members: Sequence[tuple[int, int]]) -> pa.RecordBatch:
+    """Close ``sink``; one output row per file written into it."""
+    key = sink.key if sink.close() else None
+    out = {"idx": [i for i, _ in members], "written": [key] * len(members), "rows": [n for _, n in members]}
+    return pa.RecordBatch.from_pydict(out, schema=_OUT_ARROW)
 
 
 def per_file(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table]]:
@@ -221,14 +292,9 @@ def per_file(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table]
 
 
 def _rewrite_changed(
-    io: FileIO,
-    changes: pa.Table,
-    target: pa.Schema,
-    key: str,
-    options: Mapping[str, object],
-    defaults: Mapping[int, Any],
+    io: FileIO, changes: pa.Table, target: pa.Schema, sink: ParquetSink, defaults: Mapping[int, Any]
 ) -> int:
-    """Rewrite one file from its change rows (idx, pos, op, path, values...) into ``key``."""
+    """Rewrite one file from its change rows (idx, pos, op, path, values...) into ``sink``."""
     changes = changes.combine_chunks()
     op = changes.column(2).to_numpy(zero_copy_only=False)
     pos = changes.column(1).to_numpy(zero_copy_only=False)
@@ -240,7 +306,7 @@ def _rewrite_changed(
         values = [changes.column(4 + i).filter(mask).cast(f.type) for i, f in enumerate(target)]
         new = NewRows(pos[is_new], pa.Table.from_arrays(values, schema=target))
     dropped = np.unique(pos[op != _FILE])  # a replaced row is dropped, its new version put in its place
-    return rewrite_file(io, path, dropped, target, key, options, new, defaults)
+    return copy_file(io, path, dropped, target, sink, new, defaults)
 
 
 def writer_options(properties: Mapping[str, str]) -> dict[str, object]:
@@ -333,6 +399,41 @@ class NewRows:
         return pa.concat_tables([kept, self.rows.slice(lo, hi - lo)]).take(pa.array(order))
 
 
+class ParquetSink:
+    """A Parquet file written in row groups of up to :data:`ROW_GROUP_ROWS` rows, opened at its
+    first row (no rows: no file)."""
+
+    def __init__(self, io: FileIO, key: str, target: pa.Schema, options: Mapping[str, object]) -> None:
+        self.key, self.target, self.options = key, target, options
+        self.fs, self.path = filesystem(io, key)
+        self.writer: pq.ParquetWriter | None = None
+        self.buffered: list[pa.Table] = []
+        self.written = 0
+
+    def add(self, table: pa.Table) -> None:
+        if table.num_rows:
+            self.buffered.append(table)
+        if sum(t.num_rows for t in self.buffered) >= ROW_GROUP_ROWS:
+            self._flush()
+
+    def close(self) -> int:
+        """Write what is buffered and close; the number of rows written."""
+        if self.buffered:
+            self._flush()
+        if self.writer is not None:
+            self.writer.close()
+        return self.written
+
+    def _flush(self) -> None:
+        table = pa.concat_tables(self.buffered)
+        if self.writer is None:
+            self.fs.create_dir(self.path.rsplit("/", 1)[0], recursive=True)
+            self.writer = pq.ParquetWriter(self.path, self.target, filesystem=self.fs, **self.options)
+        self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        self.written += table.num_rows
+        self.buffered.clear()
+
+
 def rewrite_file(
     io: FileIO,
     path: str,
@@ -346,22 +447,24 @@ def rewrite_file(
     """Write the rows of the Parquet file ``path`` but the (sorted, distinct) positions ``dropped``,
     and the ``new`` rows at their positions, to ``key``; returns the number of rows written (0: no
     file is written). Columns the file lacks get their initial-default (``defaults``) or NULL."""
+    sink = ParquetSink(io, key, target, options)
+    copy_file(io, path, dropped, target, sink, new, defaults)
+    return sink.close()
+
+
+def copy_file(
+    io: FileIO,
+    path: str,
+    dropped: np.ndarray,
+    target: pa.Schema,
+    sink: ParquetSink,
+    new: NewRows | None = None,
+    defaults: Mapping[int, Any] | None = None,
+) -> int:
+    """Add the rows of ``path`` but ``dropped``, with the ``new`` rows in place, to ``sink``
+    (:func:`rewrite_file`); returns the number of rows added."""
     in_fs, in_path = filesystem(io, path)
-    out_fs, out_path = filesystem(io, key)
-    writer: pq.ParquetWriter | None = None
-    buffered: list[pa.Table] = []
-    offset = written = 0
-
-    def flush() -> None:
-        nonlocal writer, written
-        table = pa.concat_tables(buffered)
-        if writer is None:
-            out_fs.create_dir(out_path.rsplit("/", 1)[0], recursive=True)
-            writer = pq.ParquetWriter(out_path, target, filesystem=out_fs, **options)
-        writer.write_table(table, row_group_size=max(table.num_rows, 1))
-        written += table.num_rows
-        buffered.clear()
-
+    offset = added = 0
     with in_fs.open_input_file(in_path) as handle:
         for batch in pq.ParquetFile(handle).iter_batches(batch_size=_BATCH_ROWS):
             rows = batch.num_rows
@@ -375,14 +478,8 @@ def rewrite_file(
             if new is not None:
                 kept = new.placed_in(kept, offset, rows, keep)
             offset += rows
-            if kept.num_rows:
-                buffered.append(kept)
-            if sum(t.num_rows for t in buffered) >= ROW_GROUP_ROWS:
-                flush()
+            added += kept.num_rows
+            sink.add(kept)
     if new is not None and new.placed != len(new.positions):
         raise ValueError(f"{len(new.positions) - new.placed} new rows have positions beyond {path}")
-    if buffered:
-        flush()
-    if writer is not None:
-        writer.close()
-    return written
+    return added

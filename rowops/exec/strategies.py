@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 
@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rowops.errors import DuplicateKeyError, NullKeyError, UnmatchedFileError
-from rowops.exec.arrow_rewrite import absorbs_updates, arrow_eligible, rewrite_positions
+from rowops.exec.arrow_rewrite import absorbs_updates, arrow_eligible, attach_small_files, rewrite_positions
 from rowops.exec.changes import RowChanges
 from rowops.exec.parallel import run_together
 from rowops.exec.scan import (
@@ -168,15 +168,20 @@ def _replaced(ctx: WriteContext, paths: set[str]) -> Written:
 
 
 def rewrite_files(
-    ctx: WriteContext, removed: DataFrame, paths: set[str], new_rows_at: DataFrame | None = None
+    ctx: WriteContext,
+    removed: DataFrame,
+    paths: set[str],
+    new_rows_at: DataFrame | None = None,
+    into: Mapping[str, str] | None = None,
 ) -> Written:
     """Copy-on-write of ``paths``: their surviving rows, written where they were read (no shuffle).
 
     Files whose change is by position are rewritten one to one by pyarrow in Spark tasks
-    (``exec/arrow_rewrite.py``), with their updated rows (from ``new_rows_at``) in place of the old
-    versions where the table allows (``Written.absorbed``: those rows are not new files), the rows
-    their equality deletes remove resolved to positions first; the others (another partition spec,
-    partition-scoped equality deletes) by Spark, their updated rows left to the new rows.
+    (``exec/arrow_rewrite.py``), or several into one (``into``: small files of :func:`attached`), with
+    their updated rows (from ``new_rows_at``) in place of the old versions where the table allows
+    (``Written.absorbed``: those rows are not new files), the rows their equality deletes remove
+    resolved to positions first; the others (another partition spec, partition-scoped equality
+    deletes) by Spark, their updated rows left to the new rows.
     """
     targets = [f for f in ctx.files.data if f.path in paths]
     if not targets:
@@ -187,7 +192,8 @@ def rewrite_files(
     if in_arrow:
         absorbed = {f.path for f in in_arrow} if _absorbs(ctx, new_rows_at) else set()
         updated = new_rows_at if absorbed else None
-        written = Written(data=_rewrite_in_arrow(ctx, removed, in_arrow, index, updated), absorbed=absorbed)
+        data = _rewrite_in_arrow(ctx, removed, in_arrow, index, updated, into)
+        written = Written(data=data, absorbed=absorbed)
     arrow_paths = {f.path for f in in_arrow}
     by_spark = [f for f in targets if f.path not in arrow_paths]
     if by_spark:
@@ -210,6 +216,14 @@ def absorbed_paths(ctx: WriteContext, paths: Collection[str], new_rows_at: DataF
     return {f.path for f in arrow_eligible(ctx.metadata, delete_index(ctx.files), targets)}
 
 
+def attached(ctx: WriteContext, rewritten: Collection[str], travelling: Collection[str]) -> dict[str, str]:
+    """``travelling`` (small) files written into the Arrow rewrite of a ``rewritten`` file of their
+    partition (``arrow_rewrite.attach_small_files``): no Spark scan of their survivors, no shuffle."""
+    data, index = ctx.files.data, delete_index(ctx.files)
+    hosts, small = [f for f in data if f.path in rewritten], [f for f in data if f.path in travelling]
+    return attach_small_files(ctx.metadata, index, hosts, small, ctx.target_file_size)
+
+
 def _absorbs(ctx: WriteContext, new_rows_at: DataFrame | None) -> bool:
     """Whether rewrites in Arrow take the updated rows in place (``arrow_rewrite.absorbs_updates``)."""
     return new_rows_at is not None and absorbs_updates(ctx.metadata)
@@ -221,9 +235,10 @@ def _rewrite_in_arrow(
     targets: list[LiveFile],
     index: DeleteIndex,
     updated: DataFrame | None,
+    into: Mapping[str, str] | None,
 ) -> list[WrittenFile]:
     """``targets`` rewritten without their removed rows and the rows their position deletes drop, with
-    the ``updated`` rows (if any) in place of their old versions."""
+    the ``updated`` rows (if any) in place of their old versions; files of ``into`` go into their host's file."""
     dropped = removed.select(FILE_COL, POS_COL)
     old = position_deletes(ctx.spark, index.position_deletes_applying(targets), targets)
     if old is not None:
@@ -233,7 +248,7 @@ def _rewrite_in_arrow(
         dropped = dropped.unionByName(keyed)
     directory = ctx.stage.next_dir("rewrite")
     return rewrite_positions(
-        ctx.spark, ctx.metadata, directory.io, targets, dropped, directory.key, replaced=updated
+        ctx.spark, ctx.metadata, directory.io, targets, dropped, directory.key, updated, into
     )
 
 
@@ -319,11 +334,13 @@ def copy_on_write(
     merged = merge_candidates(ctx.files, set(counts), read_weight) if clear else set()
     rewrite = set(counts) | indebted | merged
     travelling = {p for p in rewrite if worth_merging(sizes[p], read_weight)}
+    into = attached(ctx, rewrite - travelling, travelling)
+    travelling -= into.keys()
     rewritten = rewrite - travelling
     absorbed = absorbed_paths(ctx, rewritten, changes.new_rows_at)
     written, new_rows = run_together(
         ctx.spark,
-        partial(rewrite_files, ctx, changes.removed, rewritten, changes.new_rows_at),
+        partial(rewrite_files, ctx, changes.removed, rewritten, changes.new_rows_at, into),
         partial(_write_new_rows_with, ctx, changes, counts, new_count, travelling, absorbed),
     )
     return written.merge(new_rows)
@@ -355,11 +372,13 @@ def hybrid(
     small_dense = {p for p in dense if worth_merging(sizes[p], read_weight)}
     travelling = small_dense | merge_candidates(ctx.files, set(counts), read_weight)
     sparse = {p: n for p, n in counts.items() if p not in dense}
-    rewritten = dense - small_dense
+    into = attached(ctx, dense - small_dense, travelling)
+    travelling -= into.keys()
+    rewritten = (dense - small_dense) | into.keys()
     absorbed = absorbed_paths(ctx, rewritten, changes.new_rows_at)
     written, deleted, new_rows = run_together(
         ctx.spark,
-        partial(rewrite_files, ctx, changes.removed, rewritten, changes.new_rows_at),
+        partial(rewrite_files, ctx, changes.removed, rewritten, changes.new_rows_at, into),
         partial(delete_positions, ctx, changes.removed, sparse),
         partial(_write_new_rows_with, ctx, changes, counts, new_count, travelling, absorbed),
     )

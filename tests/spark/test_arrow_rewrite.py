@@ -259,3 +259,37 @@ def test_a_crash_after_the_rewrites_leaves_no_trace(lake, monkeypatch) -> None: 
     monkeypatch.delenv("ROWOPS_FAULT")
     rowops.merge(source, table, on=["k"], strategy="copy-on-write")
     assert _arrow_written(table)
+
+
+def test_small_files_go_into_the_rewrite_of_their_partition(lake, java) -> None:  # type: ignore[no-untyped-def]
+    """A copy-on-write that rewrites a partition's big file and small files beside it writes one file
+    per partition in Arrow: the small files' survivors (equality deletes applied by position, updated
+    rows in place) follow the big file's, no survivor goes through Spark with the new rows."""
+    layout = Layout("identity", ("g",), ("g", "k"))
+    rows = [make_row(k) for k in range(3000)]
+    table = lake.create_table("db.t", frame(lake.spark, rows), partition_by=["g"], identifier=["g", "k"])
+    oracle = Oracle(layout, rows)
+    for start in (5000, 5100):  # two small appends: a small file per partition each
+        more = [make_row(k) for k in range(start, start + 12)]
+        table.append(frame(lake.spark, more))
+        oracle.upsert(more)
+    updated = [make_row(k, 1) for k in (4, 5001, 5102)]  # equality deletes on the base and a small file
+    rowops.merge(frame(lake.spark, updated), table, on=["g", "k"], strategy="equality-delete")
+    oracle.upsert(updated)
+    sizes = sorted(f.size for f in table.files().data)
+    weight = 4 * sizes[-4] / (256 * 1024)  # merge threshold (``cost.worth_merging``) above the small files
+    assert weight * 256 * 1024 < sizes[-3], "the base files must stay above the merge threshold"
+    table.set_properties(**{"rowops.read-weight": f"{weight:.6f}"})
+    before = {f.path for f in table.files().data}
+    # g = k % 3: every base file; the first append's files of g 1 and 2 (5002, 5000); the new file of
+    # g 0 the equality-delete merge wrote (5001); and one insert
+    changes = [make_row(k, 2) for k in (0, 1, 2, 5000, 5001, 5002)] + [make_row(9000, 2)]
+    rowops.merge(frame(lake.spark, changes), table, on=["g", "k"], strategy="copy-on-write")
+    oracle.upsert(changes)
+    after = {f.path: f for f in table.files().data}
+    arrow = _arrow_written(table)
+    assert len(arrow) == 3  # one per partition, holding its base file's and its small files' rows
+    assert len(before - set(after)) == 3 + 3  # the base files and the three touched small files
+    # base rows but the one its equality delete removes (k = 4), two small files of 4 rows, one of 1
+    assert sum(after[p].record_count for p in arrow) == 2999 + 4 + 4 + 1
+    assert_readers_agree(table, oracle.values(), COLUMNS, java)
