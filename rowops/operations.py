@@ -25,7 +25,7 @@ from rowops.exec.changes import (
     merge_changes_sliced,
     update_changes,
 )
-from rowops.exec.checks import with_write_defaults
+from rowops.exec.checks import check_keys, with_write_defaults
 from rowops.exec.expressions import case_sensitive
 from rowops.exec.job_errors import spark_errors
 from rowops.exec.scan import POS_COL, file_uris, read_data_files, scan
@@ -118,7 +118,7 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
         assert isinstance(spec, MergeSpec) and source is not None and spec.on_columns is not None
         upsert = spec.key_upsert_or_delete == "upsert"
         if not (planned.source_keys and planned.source_keys.keys_unique):  # unknown, or an error to explain
-            strategies.check_keys(source, spec.on_columns, duplicates_allowed=not upsert)
+            check_keys(source, spec.on_columns, duplicates_allowed=not upsert)
         rows = planned.source_keys.rows if planned.source_keys else None
         specs, _ = equality_delete_specs(table_facts(planned.loaded.metadata, planned.files))
         return strategies.equality_delete(ctx, source, spec.on_columns, upsert, specs, rows), {}

@@ -44,7 +44,7 @@ PHASES = (
     ("rowops.operations", "summarize"),
     ("rowops.operations", "_delta"),
     ("rowops.operations", "_commit"),
-    ("rowops.exec.strategies", "check_keys"),
+    ("rowops.exec.checks", "check_keys"),
     ("rowops.exec.strategies", "rewrite_files"),
     ("rowops.exec.strategies", "delete_positions"),
     ("rowops.exec.strategies", "write_new_rows"),

@@ -39,36 +39,31 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyiceberg.io import FileIO
-from pyiceberg.io.pyarrow import schema_to_pyarrow
-from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.types import PrimitiveType
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rowops.errors import WriteVerificationError
+from rowops.exec.arrow_deletes import DeletedKeys, KeyDeletes
+from rowops.exec.arrow_files import Erase, NewRows, ParquetSink, copy_file, target_schema, writer_options
 from rowops.exec.compat import default_parallelism
 from rowops.exec.scan import FILE_COL, POS_COL, file_uris, needs_partition_scope
 from rowops.exec.types import to_spark_type
 from rowops.exec.write import read_footers, stored_columns
 from rowops.meta.defaults import initial_defaults
 from rowops.meta.delete_index import DeleteIndex
-from rowops.meta.fileio import filesystem, make_io
+from rowops.meta.fileio import make_io
 from rowops.meta.files import LiveFile, WrittenFile
 from rowops.meta.paths import join
 
 ENABLED_PROPERTY = "rowops.rewrite.arrow.enabled"
-FIELD_ID = b"PARQUET:field_id"
-DICTIONARY_PAGE_BYTES = 64 * 1024
-ROW_GROUP_ROWS = 1 << 20  # rows buffered per written row group
-_BATCH_ROWS = 1 << 17
 _OUT_SCHEMA = "idx int, written string, rows long"
 # the rows of a rewrite: (file index, position, what to do there, path, values of the table's columns)
 _IDX, _OP, _PATH, _GRP = "_rw_idx", "_rw_op", "_rw_path", "_rw_group"
@@ -109,6 +104,7 @@ def rewrite_positions(
     directory: str,
     replaced: DataFrame | None = None,
     into: Mapping[str, str] | None = None,
+    keyed: Mapping[str, Sequence[KeyDeletes]] | None = None,
 ) -> list[WrittenFile]:
     """Rewrite ``targets`` without the ``(_file, _pos)`` rows of ``dropped`` and with the rows of
     ``replaced`` in place of the rows they replace; one file per target, or per group (``into``).
@@ -123,6 +119,8 @@ def rewrite_positions(
         into: path of a target -> path of the target whose new file it is written into, after that
             target's rows (files of one partition, :func:`attach_small_files`); the others get a file
             of their own.
+        keyed: path of a target -> the equality deletes the task applies to it itself
+            (``exec/arrow_deletes.py``); the rows other equality deletes remove are in ``dropped``.
 
     Returns:
         The written files, each with its target's partition; a target (or group) left without rows
@@ -147,7 +145,8 @@ def rewrite_positions(
         marked: list[Column | str] = [_IDX, POS_COL, F.lit(_REPLACE).alias(_OP), _no_path()]
         rows = rows.unionByName(new.select(*marked, *values, _GRP))
     tasks = max(1, min(len(set(group)), 4 * default_parallelism(spark)))
-    task = _rewrite_task(dict(io.properties), metadata, directory, group)
+    deletes = [list((keyed or {}).get(f.path, ())) for f in targets]
+    task = _rewrite_task(dict(io.properties), metadata, directory, group, deletes)
     # a group's rows together, each file's in a run, by position
     grouped = rows.repartition(tasks, _GRP).sortWithinPartitions(_GRP, _IDX, POS_COL).drop(_GRP)
     out = grouped.mapInArrow(task, _OUT_SCHEMA)
@@ -232,18 +231,23 @@ def _verified(
 
 
 def _rewrite_task(
-    io_properties: dict[str, str], metadata: TableMetadata, directory: str, group: Sequence[int]
+    io_properties: dict[str, str],
+    metadata: TableMetadata,
+    directory: str,
+    group: Sequence[int],
+    deletes: Sequence[Sequence[KeyDeletes]],
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function: the change rows of each file (sorted by group, file, position)
     become one output row per file (idx, written file, rows written); the files of a group (``group``:
-    by file index) are written into one new file."""
+    by file index) are written into one new file, without the rows of ``deletes`` (by file index)."""
     schema = metadata.schema()
     options = writer_options(metadata.properties)
     defaults = initial_defaults(schema)
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         io = make_io(io_properties)
-        target = _target_schema(schema)
+        target = target_schema(schema)
+        keys = DeletedKeys(io)
         sink: ParquetSink | None = None
         members: list[tuple[int, int]] = []  # (file index, rows written) of the open group
         for idx, changes in per_file(batches):
@@ -252,7 +256,8 @@ def _rewrite_task(
                 sink, members = None, []
             if sink is None:
                 sink = ParquetSink(io, join(directory, f"part-arrow-{uuid.uuid4()}.parquet"), target, options)
-            members.append((idx, _rewrite_changed(io, changes, target, sink, defaults)))
+            erase = partial(keys.mask, deletes=deletes[idx]) if deletes[idx] else None
+            members.append((idx, _rewrite_changed(io, changes, target, sink, defaults, erase)))
         if sink is not None:
             yield _group_written(sink, members)
 
@@ -292,7 +297,12 @@ def per_file(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table]
 
 
 def _rewrite_changed(
-    io: FileIO, changes: pa.Table, target: pa.Schema, sink: ParquetSink, defaults: Mapping[int, Any]
+    io: FileIO,
+    changes: pa.Table,
+    target: pa.Schema,
+    sink: ParquetSink,
+    defaults: Mapping[int, Any],
+    erase: Erase | None = None,
 ) -> int:
     """Rewrite one file from its change rows (idx, pos, op, path, values...) into ``sink``."""
     changes = changes.combine_chunks()
@@ -306,180 +316,4 @@ def _rewrite_changed(
         values = [changes.column(4 + i).filter(mask).cast(f.type) for i, f in enumerate(target)]
         new = NewRows(pos[is_new], pa.Table.from_arrays(values, schema=target))
     dropped = np.unique(pos[op != _FILE])  # a replaced row is dropped, its new version put in its place
-    return copy_file(io, path, dropped, target, sink, new, defaults)
-
-
-def writer_options(properties: Mapping[str, str]) -> dict[str, object]:
-    """pyarrow ``ParquetWriter`` options from the table's write properties (codec, level).
-
-    Without ``write.parquet.compression-level``, zstd is written at level 3, parquet-mr's default (the
-    level Spark's writer uses). parquet-mr drops dictionary encoding for a column chunk whose dictionary
-    does not pay; pyarrow keeps it until the dictionary page reaches its limit: a 64 KiB limit gives
-    files within 2% of Spark's size (a store_sales file: 6.46 MB by Spark, 7.67 MB by pyarrow's
-    default 1 MiB limit, 6.57 MB with 64 KiB).
-
-    >>> writer_options({})["compression_level"]
-    3
-    >>> writer_options({"write.parquet.compression-codec": "snappy"})["compression_level"] is None
-    True
-    """
-    codec = properties.get("write.parquet.compression-codec", "zstd").lower()
-    level = properties.get("write.parquet.compression-level")
-    return {
-        "compression": "none" if codec == "uncompressed" else codec,
-        "compression_level": int(level) if level else (3 if codec == "zstd" else None),
-        "store_decimal_as_integer": True,  # int32/int64 for precision <= 9/18, as Spark writes them
-        "dictionary_pagesize_limit": DICTIONARY_PAGE_BYTES,
-    }
-
-
-def _target_schema(schema: Schema) -> pa.Schema:
-    return schema_to_pyarrow(schema, include_field_ids=True)
-
-
-def conform(
-    batch: pa.RecordBatch, target: pa.Schema, defaults: Mapping[int, Any] | None = None
-) -> pa.RecordBatch:
-    """``batch``'s columns matched to ``target``'s fields by field id, cast to their types; for a
-    field the batch lacks its initial-default (``defaults``, by field id; format v3), else NULL.
-
-    >>> fid = lambda i: {b"PARQUET:field_id": str(i).encode()}
-    >>> src = pa.RecordBatch.from_arrays([pa.array([1, 2], pa.int32())], schema=pa.schema([pa.field("old", pa.int32(), metadata=fid(1))]))
-    >>> out = conform(src, pa.schema([pa.field("k", pa.int64(), metadata=fid(1)), pa.field("v", pa.string(), metadata=fid(2))]))
-    >>> out.to_pydict()
-    {'k': [1, 2], 'v': [None, None]}
-    """
-    by_id = {
-        field.metadata[FIELD_ID]: i
-        for i, field in enumerate(batch.schema)
-        if field.metadata and FIELD_ID in field.metadata
-    }
-    columns = []
-    for field in target:
-        i = by_id.get(field.metadata[FIELD_ID])
-        default = (defaults or {}).get(int(field.metadata[FIELD_ID]))
-        if i is None and default is not None:
-            columns.append(pa.repeat(pa.scalar(default, type=field.type), batch.num_rows))
-        elif i is None:
-            columns.append(pa.nulls(batch.num_rows, field.type))
-        else:
-            column = batch.column(i)
-            columns.append(column if column.type == field.type else column.cast(field.type))
-    return pa.RecordBatch.from_arrays(columns, schema=target)
-
-
-@dataclass
-class NewRows:
-    """New versions of some rows of a file, each to be written at the position of its old version.
-
-    Attributes:
-        positions: the positions, distinct.
-        rows: the rows (the written file's schema), in the order of ``positions``.
-    """
-
-    positions: np.ndarray
-    rows: pa.Table
-    placed: int = 0
-
-    def __post_init__(self) -> None:
-        order = np.argsort(self.positions, kind="stable")
-        self.positions, self.rows = self.positions[order], self.rows.take(pa.array(order))
-        if len(np.unique(self.positions)) != len(self.positions):
-            raise ValueError("two new versions of one row reached a rewrite")
-
-    def placed_in(self, kept: pa.Table, offset: int, rows: int, keep: np.ndarray | None) -> pa.Table:
-        """``kept`` (what stays of the file's rows ``offset`` to ``offset + rows``; ``keep``: which
-        of them, all if None) with the new rows of that range put in their positions."""
-        lo, hi = np.searchsorted(self.positions, [offset, offset + rows])
-        if hi == lo:
-            return kept
-        self.placed += int(hi - lo)
-        at = np.arange(offset, offset + rows) if keep is None else np.flatnonzero(keep) + offset
-        order = np.argsort(np.concatenate([at, self.positions[lo:hi]]), kind="stable")
-        return pa.concat_tables([kept, self.rows.slice(lo, hi - lo)]).take(pa.array(order))
-
-
-class ParquetSink:
-    """A Parquet file written in row groups of up to :data:`ROW_GROUP_ROWS` rows, opened at its
-    first row (no rows: no file)."""
-
-    def __init__(self, io: FileIO, key: str, target: pa.Schema, options: Mapping[str, object]) -> None:
-        self.key, self.target, self.options = key, target, options
-        self.fs, self.path = filesystem(io, key)
-        self.writer: pq.ParquetWriter | None = None
-        self.buffered: list[pa.Table] = []
-        self.written = 0
-
-    def add(self, table: pa.Table) -> None:
-        if table.num_rows:
-            self.buffered.append(table)
-        if sum(t.num_rows for t in self.buffered) >= ROW_GROUP_ROWS:
-            self._flush()
-
-    def close(self) -> int:
-        """Write what is buffered and close; the number of rows written."""
-        if self.buffered:
-            self._flush()
-        if self.writer is not None:
-            self.writer.close()
-        return self.written
-
-    def _flush(self) -> None:
-        table = pa.concat_tables(self.buffered)
-        if self.writer is None:
-            self.fs.create_dir(self.path.rsplit("/", 1)[0], recursive=True)
-            self.writer = pq.ParquetWriter(self.path, self.target, filesystem=self.fs, **self.options)
-        self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
-        self.written += table.num_rows
-        self.buffered.clear()
-
-
-def rewrite_file(
-    io: FileIO,
-    path: str,
-    dropped: np.ndarray,
-    target: pa.Schema,
-    key: str,
-    options: Mapping[str, object],
-    new: NewRows | None = None,
-    defaults: Mapping[int, Any] | None = None,
-) -> int:
-    """Write the rows of the Parquet file ``path`` but the (sorted, distinct) positions ``dropped``,
-    and the ``new`` rows at their positions, to ``key``; returns the number of rows written (0: no
-    file is written). Columns the file lacks get their initial-default (``defaults``) or NULL."""
-    sink = ParquetSink(io, key, target, options)
-    copy_file(io, path, dropped, target, sink, new, defaults)
-    return sink.close()
-
-
-def copy_file(
-    io: FileIO,
-    path: str,
-    dropped: np.ndarray,
-    target: pa.Schema,
-    sink: ParquetSink,
-    new: NewRows | None = None,
-    defaults: Mapping[int, Any] | None = None,
-) -> int:
-    """Add the rows of ``path`` but ``dropped``, with the ``new`` rows in place, to ``sink``
-    (:func:`rewrite_file`); returns the number of rows added."""
-    in_fs, in_path = filesystem(io, path)
-    offset = added = 0
-    with in_fs.open_input_file(in_path) as handle:
-        for batch in pq.ParquetFile(handle).iter_batches(batch_size=_BATCH_ROWS):
-            rows = batch.num_rows
-            lo, hi = np.searchsorted(dropped, [offset, offset + rows])
-            keep = None
-            if hi > lo:
-                keep = np.ones(rows, dtype=bool)
-                keep[dropped[lo:hi] - offset] = False
-                batch = batch.filter(pa.array(keep))
-            kept = pa.Table.from_batches([conform(batch, target, defaults)])
-            if new is not None:
-                kept = new.placed_in(kept, offset, rows, keep)
-            offset += rows
-            added += kept.num_rows
-            sink.add(kept)
-    if new is not None and new.placed != len(new.positions):
-        raise ValueError(f"{len(new.positions) - new.placed} new rows have positions beyond {path}")
-    return added
+    return copy_file(io, path, dropped, target, sink, new, defaults, erase)

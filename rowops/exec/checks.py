@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.types import StructType
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from rowops.errors import InvalidInputError, NoSuchColumnError
+from rowops.errors import DuplicateKeyError, InvalidInputError, NoSuchColumnError, NullKeyError
 from rowops.exec.expressions import case_sensitive, check_expressions
 from rowops.exec.job_errors import spark_errors
 from rowops.exec.validation import check_assignments, check_source, table_frame
@@ -138,3 +140,28 @@ def _validate(
         for clause in explicit:
             with spark_errors(clause.describe()):
                 check_assignments(joined, clause.assignments or (), schema, clause.describe())
+
+
+def check_keys(
+    source: DataFrame, keys: Sequence[str], limit: int = 5, duplicates_allowed: bool = False
+) -> None:
+    """Reject NULL or duplicate keys in the source (a scan of the source only).
+
+    Args:
+        duplicates_allowed: a delete by key may name a key twice (SQL raises no cardinality error).
+    """
+    key_cols = [F.col(f"`{k}`") for k in keys]
+    any_null = key_cols[0].isNull()
+    for col in key_cols[1:]:
+        any_null = any_null | col.isNull()
+    nulls = source.filter(any_null).select(*key_cols).limit(limit).collect()
+    if nulls:
+        raise NullKeyError(
+            f"The source has NULL in key columns {list(keys)}, e.g. {[tuple(r) for r in nulls]}"
+        )
+    if duplicates_allowed:
+        return
+    dups = source.groupBy(*key_cols).count().filter(F.col("count") > 1).limit(limit).collect()
+    if dups:
+        examples = [tuple(r)[:-1] for r in dups]
+        raise DuplicateKeyError(f"The source has duplicate keys {list(keys)}: {examples}")

@@ -17,7 +17,8 @@ from pyiceberg.table.metadata import TableMetadata
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from rowops.errors import DuplicateKeyError, NullKeyError, UnmatchedFileError
+from rowops.errors import UnmatchedFileError
+from rowops.exec.arrow_deletes import tasks_key_deletes
 from rowops.exec.arrow_rewrite import absorbs_updates, arrow_eligible, attach_small_files, rewrite_positions
 from rowops.exec.changes import RowChanges
 from rowops.exec.parallel import run_together
@@ -243,12 +244,14 @@ def _rewrite_in_arrow(
     old = position_deletes(ctx.spark, index.position_deletes_applying(targets), targets)
     if old is not None:
         dropped = dropped.unionByName(old)
-    keyed = equality_deleted_positions(ctx.spark, ctx.metadata.schema(), index, targets)
+    in_task = tasks_key_deletes(ctx.metadata.schema(), index, targets)
+    rest = [f for f in targets if f.path not in in_task]
+    keyed = equality_deleted_positions(ctx.spark, ctx.metadata.schema(), index, rest)
     if keyed is not None:
         dropped = dropped.unionByName(keyed)
     directory = ctx.stage.next_dir("rewrite")
     return rewrite_positions(
-        ctx.spark, ctx.metadata, directory.io, targets, dropped, directory.key, updated, into
+        ctx.spark, ctx.metadata, directory.io, targets, dropped, directory.key, updated, into, in_task
     )
 
 
@@ -429,31 +432,6 @@ def _new_rows_elsewhere(
     if new_count is not None and "delete" not in changes.kinds.values():
         new_count -= sum(counts.get(p, 0) for p in absorbed)
     return rest, new_count
-
-
-def check_keys(
-    source: DataFrame, keys: Sequence[str], limit: int = 5, duplicates_allowed: bool = False
-) -> None:
-    """Reject NULL or duplicate keys in the source (a scan of the source only).
-
-    Args:
-        duplicates_allowed: a delete by key may name a key twice (SQL raises no cardinality error).
-    """
-    key_cols = [F.col(f"`{k}`") for k in keys]
-    any_null = key_cols[0].isNull()
-    for col in key_cols[1:]:
-        any_null = any_null | col.isNull()
-    nulls = source.filter(any_null).select(*key_cols).limit(limit).collect()
-    if nulls:
-        raise NullKeyError(
-            f"The source has NULL in key columns {list(keys)}, e.g. {[tuple(r) for r in nulls]}"
-        )
-    if duplicates_allowed:
-        return
-    dups = source.groupBy(*key_cols).count().filter(F.col("count") > 1).limit(limit).collect()
-    if dups:
-        examples = [tuple(r)[:-1] for r in dups]
-        raise DuplicateKeyError(f"The source has duplicate keys {list(keys)}: {examples}")
 
 
 def equality_delete(

@@ -1,4 +1,4 @@
-"""One file's copy-on-write in pyarrow (``exec/arrow_rewrite.rewrite_file``), without Spark: dropped
+"""One file's copy-on-write in pyarrow (``exec/arrow_files.rewrite_file``), without Spark: dropped
 positions leave, new versions take the places of their old rows, across read batches."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rowops.exec import arrow_rewrite
-from rowops.exec.arrow_rewrite import NewRows, per_file, rewrite_file, writer_options
+from rowops.exec import arrow_files
+from rowops.exec.arrow_files import NewRows, rewrite_file, writer_options
+from rowops.exec.arrow_rewrite import per_file
 from rowops.meta.fileio import make_io
 
 
@@ -39,7 +40,7 @@ def _new(positions: list[int], values: list[str]) -> NewRows:
 
 @pytest.mark.parametrize("batch_rows", [3, 1 << 17])  # new rows in several read batches, or one
 def test_new_versions_take_the_places_of_their_old_rows(source, tmp_path, monkeypatch, batch_rows) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(arrow_rewrite, "_BATCH_ROWS", batch_rows)
+    monkeypatch.setattr(arrow_files, "_BATCH_ROWS", batch_rows)
     out = str(tmp_path / "out.parquet")
     new = _new([8, 2, 5], ["new8", "new2", "new5"])  # any order in, position order out
     dropped = np.asarray([2, 3, 5, 8, 9], np.int64)  # 2, 5, 8 replaced; 3 and 9 deleted
