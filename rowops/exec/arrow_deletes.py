@@ -16,7 +16,7 @@ the Spark path. A delete value outside its file's bounds is an error, never a si
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,12 +27,13 @@ from pyiceberg.io import FileIO
 from pyiceberg.schema import Schema
 from pyiceberg.types import IntegerType, LongType
 
-from rowops.exec.arrow_files import FIELD_ID
+from rowops.exec.arrow_files import field_indexes
 from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.fileio import filesystem
 from rowops.meta.files import LiveFile
 
 MAX_CODES = 1 << 62
+Columns = tuple[list[np.ndarray], list["np.ndarray | None"]]  # int64 values, NULL masks
 
 
 @dataclass(frozen=True)
@@ -97,9 +98,8 @@ def tasks_key_deletes(
     """The files of ``files`` under equality deletes that a rewrite task can apply itself, with them."""
     found = {}
     for f in files:
-        deletes = index.equality_deletes_of(f) if index.equality_deletes_on(f) else []
-        keyed = key_deletes(schema, deletes) if deletes else None
-        if keyed:
+        keyed = key_deletes(schema, index.equality_deletes_of(f))
+        if keyed:  # None: not packable; []: no equality delete applies
             found[f.path] = keyed
     return found
 
@@ -133,11 +133,13 @@ def _integer(raw: bytes) -> int:
 
 
 class DeletedKeys:
-    """Looks rows up in the keys of equality delete files; the files' codes are loaded once per task."""
+    """Looks rows up in the keys of equality delete files. A task reads each delete file once (the
+    files of one partition share most of their deletes) and sorts the codes of each set once."""
 
     def __init__(self, io: FileIO) -> None:
         self.io = io
         self.codes: dict[tuple[KeyCodec, tuple[str, ...]], np.ndarray] = {}
+        self.keys: dict[tuple[str, tuple[int, ...]], Columns] = {}
 
     def mask(self, batch: pa.RecordBatch, deletes: Sequence[KeyDeletes]) -> np.ndarray | None:
         """Which rows of ``batch`` (columns with field ids) some delete of ``deletes`` removes."""
@@ -160,24 +162,19 @@ class DeletedKeys:
         return self.codes[key]
 
     def _file_codes(self, path: str, codec: KeyCodec) -> np.ndarray:
-        fs, local = filesystem(self.io, path)
-        with fs.open_input_file(local) as handle:
-            table = pq.read_table(handle)
-        codes = codec.encode(*_columns(table, codec.field_ids))
+        if (path, codec.field_ids) not in self.keys:
+            fs, local = filesystem(self.io, path)
+            with fs.open_input_file(local) as handle:
+                self.keys[(path, codec.field_ids)] = _columns(pq.read_table(handle), codec.field_ids)
+        codes = codec.encode(*self.keys[(path, codec.field_ids)])
         if (codes < 0).any():
             raise ValueError(f"equality delete file {path} holds keys outside the bounds of its metrics")
         return codes
 
 
-def _columns(
-    data: pa.RecordBatch | pa.Table, field_ids: Sequence[int]
-) -> tuple[list[np.ndarray], list[np.ndarray | None]]:
+def _columns(data: pa.RecordBatch | pa.Table, field_ids: Sequence[int]) -> Columns:
     """The columns with ``field_ids`` as int64 arrays (NULLs as 0) and their NULL masks."""
-    by_id: Mapping[int, int] = {
-        int(f.metadata[FIELD_ID]): i
-        for i, f in enumerate(data.schema)
-        if f.metadata and FIELD_ID in f.metadata
-    }
+    by_id = field_indexes(data.schema)
     values, nulls = [], []
     for field_id in field_ids:
         column = data.column(by_id[field_id])

@@ -25,7 +25,7 @@ FIELD_ID = b"PARQUET:field_id"
 DICTIONARY_PAGE_BYTES = 64 * 1024
 ROW_GROUP_ROWS = 1 << 20  # rows buffered per written row group
 _BATCH_ROWS = 1 << 17
-Erase = Callable[[pa.RecordBatch], "np.ndarray | None"]  # rows of a file's batch its deletes remove
+Erase = Callable[[pa.RecordBatch], "np.ndarray | None"]  # rows of a conformed batch its deletes remove
 
 
 def writer_options(properties: Mapping[str, str]) -> dict[str, object]:
@@ -56,6 +56,15 @@ def target_schema(schema: Schema) -> pa.Schema:
     return schema_to_pyarrow(schema, include_field_ids=True)
 
 
+def field_indexes(schema: pa.Schema) -> dict[int, int]:
+    """The position of each field of ``schema`` that carries an Iceberg field id, by that id."""
+    return {
+        int(field.metadata[FIELD_ID]): i
+        for i, field in enumerate(schema)
+        if field.metadata and FIELD_ID in field.metadata
+    }
+
+
 def conform(
     batch: pa.RecordBatch, target: pa.Schema, defaults: Mapping[int, Any] | None = None
 ) -> pa.RecordBatch:
@@ -68,14 +77,10 @@ def conform(
     >>> out.to_pydict()
     {'k': [1, 2], 'v': [None, None]}
     """
-    by_id = {
-        field.metadata[FIELD_ID]: i
-        for i, field in enumerate(batch.schema)
-        if field.metadata and FIELD_ID in field.metadata
-    }
+    by_id = field_indexes(batch.schema)
     columns = []
     for field in target:
-        i = by_id.get(field.metadata[FIELD_ID])
+        i = by_id.get(int(field.metadata[FIELD_ID]))
         default = (defaults or {}).get(int(field.metadata[FIELD_ID]))
         if i is None and default is not None:
             columns.append(pa.repeat(pa.scalar(default, type=field.type), batch.num_rows))
@@ -194,12 +199,13 @@ def copy_file(
             if hi > lo:
                 keep = np.ones(rows, dtype=bool)
                 keep[dropped[lo:hi] - offset] = False
+            batch = conform(batch, target, defaults)  # keys the file lacks: their default, as reads see them
             erased = erase(batch) if erase is not None else None
             if erased is not None and erased.any():
                 keep = ~erased if keep is None else keep & ~erased
             if keep is not None:
                 batch = batch.filter(pa.array(keep))
-            kept = pa.Table.from_batches([conform(batch, target, defaults)])
+            kept = pa.Table.from_batches([batch])
             if new is not None:
                 kept = new.placed_in(kept, offset, rows, keep)
             offset += rows

@@ -181,7 +181,7 @@ def rewrite_files(
     (``exec/arrow_rewrite.py``), or several into one (``into``: small files of :func:`attached`), with
     their updated rows (from ``new_rows_at``) in place of the old versions where the table allows
     (``Written.absorbed``: those rows are not new files), the rows their equality deletes remove
-    resolved to positions first; the others (another partition spec, partition-scoped equality
+    dropped in the tasks (integer keys, ``exec/arrow_deletes.py``) or resolved to positions first; the others (another partition spec, partition-scoped equality
     deletes) by Spark, their updated rows left to the new rows.
     """
     targets = [f for f in ctx.files.data if f.path in paths]
