@@ -27,8 +27,9 @@ from rowops.exec.changes import (
 )
 from rowops.exec.checks import check_keys, with_write_defaults
 from rowops.exec.expressions import case_sensitive
+from rowops.exec.file_reads import POS_COL, file_uris, read_data_files
 from rowops.exec.job_errors import spark_errors
-from rowops.exec.scan import POS_COL, file_uris, read_data_files, scan
+from rowops.exec.scan import scan
 from rowops.exec.session import operation_conf
 from rowops.exec.slicing import join_slices
 from rowops.exec.source import release

@@ -289,7 +289,7 @@ def bitmap_without_limit(matched: DataFrame) -> list[tuple[str, int]]:
     is only the duplicates, so collecting it whole is one job.
     """
     from rowops.exec.cardinality import find_repeated_positions
-    from rowops.exec.scan import FILE_COL, POS_COL
+    from rowops.exec.file_reads import FILE_COL, POS_COL
 
     pairs = matched.select(FILE_COL, POS_COL).mapInArrow(
         find_repeated_positions, f"{FILE_COL} string, {POS_COL} long"

@@ -2,7 +2,7 @@
 
 A copy-on-write rewrite in Arrow (``exec/arrow_rewrite.py``) reads every row of a file anyway; the rows
 the file's equality deletes remove can be found there too, instead of by a key-only Spark scan of the
-file semi-joined with every key (``scan.equality_deleted_positions``), which at SF 10 probed 29M rows
+file semi-joined with every key (``equality_deletes.equality_deleted_positions``), which at SF 10 probed 29M rows
 against a hash table of millions of keys. Here the task reads the delete files that apply to the file
 (pyarrow, through the lake's FileIO), packs each key into one int64 code and looks the file's rows up
 in the sorted codes (numpy ``searchsorted``: no per-batch hash table to rebuild).
@@ -85,7 +85,7 @@ def key_deletes(schema: Schema, deletes: Sequence[LiveFile]) -> list[KeyDeletes]
         by_ids.setdefault(d.equality_ids, []).append(d)
     result = []
     for ids, files in sorted(by_ids.items()):
-        codec = _codec(schema, ids, files)
+        codec = key_codec(schema, ids, files)
         if codec is None:
             return None
         result.append(KeyDeletes(codec, tuple(sorted(f.path for f in files))))
@@ -104,7 +104,9 @@ def tasks_key_deletes(
     return found
 
 
-def _codec(schema: Schema, ids: tuple[int, ...], files: Sequence[LiveFile]) -> KeyCodec | None:
+def key_codec(schema: Schema, ids: tuple[int, ...], files: Sequence[LiveFile]) -> KeyCodec | None:
+    """The codec of the equality columns ``ids`` over the keys of delete ``files`` (None: a column is
+    not an integer, a file lacks bounds, or the key space exceeds :data:`MAX_CODES`)."""
     lows, widths, space = [], [], 1
     for field_id in ids:
         if not isinstance(schema.find_field(field_id).field_type, (IntegerType, LongType)):

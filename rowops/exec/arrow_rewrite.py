@@ -23,7 +23,7 @@ raised in the job before any file is committed) and cast to the file's Arrow typ
 Columns are matched by Iceberg field id and written under the current schema's names and types
 (widened types cast, columns the file lacks written as NULL or their initial-default, dropped columns left out), with the
 field ids, so the result is what Spark's rewrite writes. The rows equality deletes remove from a file
-are dropped by position too: the caller resolves them first (``scan.equality_deleted_positions``, a
+are dropped by position too: the caller resolves them first (``equality_deletes.equality_deleted_positions``, a
 key-only read of the file and a semi-join with the keys). Files of another partition spec than the
 current one, or under equality deletes that need Iceberg's partition scoping (other engines' tables),
 are left to Spark (they need a new partition or a scoped key join), as are files not written in the
@@ -54,7 +54,8 @@ from rowops.errors import WriteVerificationError
 from rowops.exec.arrow_deletes import DeletedKeys, KeyDeletes
 from rowops.exec.arrow_files import Erase, NewRows, ParquetSink, copy_file, target_schema, writer_options
 from rowops.exec.compat import default_parallelism
-from rowops.exec.scan import FILE_COL, POS_COL, file_uris, needs_partition_scope
+from rowops.exec.equality_deletes import needs_partition_scope
+from rowops.exec.file_reads import FILE_COL, POS_COL, file_uris
 from rowops.exec.types import to_spark_type
 from rowops.exec.write import read_footers, stored_columns
 from rowops.meta.defaults import initial_defaults

@@ -18,7 +18,7 @@ from pyroaring import BitMap
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from rowops.exec.scan import FILE_COL, POS_COL
+from rowops.exec.file_reads import FILE_COL, POS_COL
 
 _OUT_SCHEMA = f"{FILE_COL} string, {POS_COL} long"
 

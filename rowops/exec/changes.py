@@ -20,8 +20,8 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from rowops.exec.file_reads import FILE_COL, POS_COL
 from rowops.exec.nested import nested_assignments, with_fields
-from rowops.exec.scan import FILE_COL, POS_COL
 from rowops.spec.operations import DeleteSpec, MergeClause, MergeSpec, UpdateSpec
 
 ACTION, MATCHED = "_action", "_matched"

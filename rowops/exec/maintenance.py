@@ -12,7 +12,8 @@ from pyiceberg.table.metadata import TableMetadata
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from rowops.exec.scan import FILE_COL, POS_COL, file_uris, position_deletes, read_data_files, scan
+from rowops.exec.file_reads import FILE_COL, POS_COL, file_uris, read_data_files
+from rowops.exec.scan import position_deletes, scan
 from rowops.exec.source import evaluate_once, release
 from rowops.exec.write import Staging, distribution_mode, write_data, write_position_deletes
 from rowops.meta.files import LiveFile, TableFiles, WrittenFile

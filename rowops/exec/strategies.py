@@ -21,15 +21,10 @@ from rowops.errors import UnmatchedFileError
 from rowops.exec.arrow_deletes import tasks_key_deletes
 from rowops.exec.arrow_rewrite import absorbs_updates, arrow_eligible, attach_small_files, rewrite_positions
 from rowops.exec.changes import RowChanges
+from rowops.exec.equality_deletes import equality_deleted_positions
+from rowops.exec.file_reads import FILE_COL, POS_COL, file_uris
 from rowops.exec.parallel import run_together
-from rowops.exec.scan import (
-    FILE_COL,
-    POS_COL,
-    equality_deleted_positions,
-    file_uris,
-    position_deletes,
-    scan,
-)
+from rowops.exec.scan import position_deletes, scan
 from rowops.exec.write import (
     DEFAULT_TARGET_FILE_SIZE,
     Staging,

@@ -21,7 +21,7 @@ from pyroaring import BitMap
 from rowops.exec.cardinality import find_repeated_positions, position_bitmap
 from rowops.exec.changes import ACTION, RowChanges, matched_flag
 from rowops.exec.compat import default_parallelism
-from rowops.exec.scan import FILE_COL, POS_COL
+from rowops.exec.file_reads import FILE_COL, POS_COL
 
 _KIND, _N = "kind", "n"
 _OUT_SCHEMA = f"{_KIND} string, {FILE_COL} string, {POS_COL} long, {_N} long"

@@ -31,10 +31,10 @@ from pyspark.sql import types as T
 from rowops import faults
 from rowops.errors import WriteVerificationError, is_cleanable
 from rowops.exec.deletion_vectors import write_deletion_vectors, writes_deletion_vectors
+from rowops.exec.file_reads import FILE_COL, POS_COL, file_uris
 from rowops.exec.listing import DRIVER_LISTING
 from rowops.exec.nested import NESTED, conform, null_violations
 from rowops.exec.nested_ids import add_element_ids, needs_element_ids
-from rowops.exec.scan import FILE_COL, POS_COL, file_uris
 from rowops.exec.session import session_conf
 from rowops.exec.stats import UNKNOWN_SIZE, plan_bytes
 from rowops.exec.transforms import hidden_names, parse_partition_dirs, partition_value, source_column

@@ -3,12 +3,16 @@ physical plan Spark runs for a read (no timings: shapes only; correctness is the
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+import numpy as np
 import pytest
 
 import rowops
 from rowops.exec import scan
+from rowops.exec.arrow_deletes import KeyCodec
+from rowops.exec.equality_deletes import packed_key
 from rowops.exec.session import session_conf
 from rowops.exec.stats import BROADCAST_CAP_CONF
 from rowops.meta.paths import normalize_path
@@ -142,3 +146,55 @@ def test_position_deletes_remove_their_file_rows_only(lake, monkeypatch, keyed_b
     plan = df._jdf.queryExecution().executedPlan().toString()
     assert ("_delete_file" in plan) is keyed_by_position
     assert {r["k"]: r["n"] for r in df.collect()} == {k: 1 if k % 13 == 0 else 0 for k in range(ROWS)}
+
+
+def _hash_keys(df: Any) -> list[str]:
+    """The build-side key lists of the hash joins in ``df``'s executed plan (run first)."""
+    df.collect()
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    return re.findall(r"HashedRelationBroadcastMode\(List\(([^)]*)\)", plan)
+
+
+def test_integer_equality_keys_are_joined_as_one_long(lake) -> None:  # type: ignore[no-untyped-def]
+    """Integer keys of equality deletes are packed into one long on both sides of the anti-join
+    (Spark looks a single long up in its own hash map, far faster than a row of columns); a string
+    key keeps a key column per equality column."""
+    table = _table(lake)
+    rowops.merge(
+        frame(lake.spark, [make_row(k, 1) for k in range(0, ROWS, 5)]),
+        table,
+        on=["k"],
+        strategy="equality-delete",
+    )
+    df = table.to_df()
+    assert {keys.count("input[") for keys in _hash_keys(df)} == {1}
+    assert "_eq_code" in df._jdf.queryExecution().executedPlan().toString()
+    assert {r["k"]: r["n"] for r in df.collect()} == {k: 1 if k % 5 == 0 else 0 for k in range(ROWS)}
+    by_name = lake.create_table(
+        "db.s",
+        frame(lake.spark, [make_row(k) for k in range(ROWS) if k % 11]),
+        partition_by=["bucket(4, k)"],
+        identifier=["k", "s"],
+    )
+    changed = [(*make_row(k)[:-1], 1) for k in range(0, ROWS, 7) if k % 11]  # same keys, n = 1
+    rowops.merge(frame(lake.spark, changed), by_name, on=["k", "s"], strategy="equality-delete")
+    df = by_name.to_df()
+    assert {keys.count("input[") for keys in _hash_keys(df)} == {2}
+    assert {r["k"]: r["n"] for r in df.collect()} == {
+        k: 1 if k % 7 == 0 else 0 for k in range(ROWS) if k % 11
+    }
+
+
+def test_packed_keys_are_the_codec_codes(spark) -> None:  # type: ignore[no-untyped-def]
+    """``packed_key`` computes ``KeyCodec.encode`` in Spark: NULL has its slot, a value outside
+    the range gives NULL (it can match no delete), or an error for a delete key (``strict``)."""
+    codec = KeyCodec((1, 2), (-5, 10), (12, 7))  # a: -5..5, b: 10..15, each plus a NULL slot
+    rows = [(a, b) for a in (None, -6, -5, 0, 5, 6) for b in (None, 9, 10, 15, 16)]
+    df = spark.createDataFrame(rows, "a int, b long")
+    got = [r[0] for r in df.select(packed_key(codec, ["a", "b"], strict=False)).collect()]
+    values = [np.array([0 if r[i] is None else r[i] for r in rows]) for i in (0, 1)]
+    nulls = [np.array([r[i] is None for r in rows]) for i in (0, 1)]
+    assert got == [None if c < 0 else int(c) for c in codec.encode(values, nulls)]
+    assert len({c for c in got if c is not None}) == 4 * 3
+    with pytest.raises(Exception, match="outside the bounds in its file metrics"):
+        df.select(packed_key(codec, ["a", "b"], strict=True)).collect()

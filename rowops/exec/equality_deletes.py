@@ -1,0 +1,261 @@
+"""Equality deletes applied in Spark: anti-joins for reads, semi-joins for rewrites by position.
+
+Iceberg's rules: an equality delete applies to rows of data files with a strictly smaller data
+sequence number, matched null-safely on its equality columns, in its own partition (same spec and
+partition tuple) unless its spec is unpartitioned. Where the key determines the partition (every
+delete rowops writes) a key match implies a partition match and the join compares keys only; otherwise
+(tables written by other engines) rows and keys are tagged with a partition id and compared too.
+
+Integer keys with bounds in the delete files' metrics are packed into one long on both sides of the
+join (:func:`packed_key`, the codec of ``exec/arrow_deletes.py``): Spark then looks a single long up in
+its own hash map instead of hashing and comparing a row of columns. Measured on a read after one
+Case 2 micro-batch of equality deletes: 9.1 s -> 7.5 s at SF 10 (29M rows, 579K keys), 1.79 s ->
+1.62 s at SF 1 (medians of three, interleaved). Other keys are joined column by column.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from collections.abc import Sequence
+
+from pyiceberg.schema import Schema
+from pyiceberg.types import BinaryType, FixedType, StringType
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from rowops.exec.arrow_deletes import KeyCodec, key_codec
+from rowops.exec.file_reads import (
+    FILE_COL,
+    POS_COL,
+    broadcast_if_fits,
+    file_uris,
+    read_as_stored,
+    read_data_files,
+)
+from rowops.meta.delete_index import DeleteIndex
+from rowops.meta.files import LiveFile
+
+_SEQ, _DEL_SEQ = "_seq", "_delete_seq"
+_PART, _DEL_PART = "_part", "_delete_part"
+_CODE = "_eq_code"
+_OUTSIDE = "an equality delete key lies outside the bounds in its file metrics"
+_VARIABLE = (StringType, BinaryType, FixedType)  # key types whose width the manifests do not tell
+Partitions = dict[tuple[int, tuple[object, ...]], int]  # (spec id, partition tuple) -> small id
+KeySet = tuple[list[str], DataFrame, list[bool], KeyCodec | None]  # names, key rows, required, codec
+
+
+def _delete_keys(
+    spark: SparkSession, schema: Schema, deletes: Sequence[LiveFile], partitions: Partitions | None = None
+) -> list[KeySet]:
+    """Per set of equality columns: their names, the keys (``_eq_<i>``) with ``_delete_seq``, and
+    whether each column is required (never NULL).
+
+    Delete files are read in groups of equal sequence number, each tagged with a literal; with
+    ``partitions``, groups are also split by partition and tagged ``_delete_part`` (its id, -1 for a
+    partition no data file has, NULL for a global delete).
+    """
+    by_ids: dict[tuple[int, ...], list[LiveFile]] = defaultdict(list)
+    for f in deletes:
+        by_ids[f.equality_ids].append(f)
+    out = []
+    for ids, group in by_ids.items():
+        names = [schema.find_column_name(i) or "" for i in ids]
+        keys = schema.select(*names)
+        by_seq: dict[tuple[int, int | None], list[LiveFile]] = defaultdict(list)
+        for f in group:
+            part = None if partitions is None or f.is_global else partitions.get((f.spec_id, f.partition), -1)
+            by_seq[(f.seq, part)].append(f)
+        codec = key_codec(schema, ids, group)
+        parts = [
+            read_as_stored(spark, keys, files).select(
+                *(
+                    [packed_key(codec, names, strict=True).alias(_CODE)]
+                    if codec
+                    else [F.col(f"`{n}`").alias(f"_eq_{i}") for i, n in enumerate(names)]
+                ),
+                F.lit(seq).alias(_DEL_SEQ),
+                *([F.lit(part).cast("int").alias(_DEL_PART)] if partitions is not None else []),
+            )
+            for (seq, part), files in sorted(by_seq.items(), key=lambda kv: repr(kv[0]))
+        ]
+        required = [schema.find_field(n).required for n in names]
+        key_rows = functools.reduce(DataFrame.unionByName, parts)
+        key_rows = broadcast_if_fits(spark, key_rows, _key_bytes(keys, group))
+        out.append((names, key_rows, required, codec))
+    return out
+
+
+def _key_bytes(keys: Schema, deletes: Sequence[LiveFile]) -> int:
+    """A generous in-memory size of the keys of ``deletes``: 24 bytes per row plus 8 per key column,
+    plus 8x the files' bytes when a key column has a variable width."""
+    fixed = all(f.field_type.is_primitive and not isinstance(f.field_type, _VARIABLE) for f in keys.fields)
+    size = sum(d.record_count for d in deletes) * (24 + 8 * len(keys.fields))
+    return size + (0 if fixed else 8 * sum(d.size for d in deletes))
+
+
+def _drop_deleted(
+    rows: DataFrame,
+    keys: list[KeySet],
+    by_sequence_number: bool,
+    by_partition: bool = False,
+) -> DataFrame:
+    """Anti-join ``rows`` with every key set; with ``_seq`` compared when ``by_sequence_number`` and
+    the partition (``_part``; a NULL ``_delete_part`` is global) when ``by_partition``."""
+    for names, key_rows, required, codec in keys:
+        cond = _key_match(rows, key_rows, names, required, codec, by_sequence_number, by_partition)
+        rows = rows.join(key_rows, cond, "left_anti")
+    return rows
+
+
+def _key_match(
+    rows: DataFrame,
+    key_rows: DataFrame,
+    names: list[str],
+    required: list[bool],
+    codec: KeyCodec | None,
+    by_sequence_number: bool,
+    by_partition: bool = False,
+) -> list[Column]:
+    """The join condition of a row and an equality delete key that removes it."""
+    packed = [packed_key(codec, names, strict=False) == key_rows[_CODE]] if codec else []
+    cond = packed or [
+        rows[f"`{n}`"] == key_rows[f"_eq_{i}"]  # plain keys hash faster; NULL cannot occur
+        if required[i]
+        else rows[f"`{n}`"].eqNullSafe(key_rows[f"_eq_{i}"])
+        for i, n in enumerate(names)
+    ]
+    if by_sequence_number:
+        cond.append(rows[_SEQ] < key_rows[_DEL_SEQ])
+    if by_partition:
+        cond.append(key_rows[_DEL_PART].isNull() | (rows[_PART] == key_rows[_DEL_PART]))
+    return cond
+
+
+def packed_key(codec: KeyCodec, names: Sequence[str], strict: bool) -> Column:
+    """``codec.encode`` of the columns ``names`` as one Spark SQL expression: the key packed into one
+    long (a single-long hash key, which Spark's hash joins look up faster than a row of columns). A
+    value outside the codec's range gives NULL (it matches no delete), or an error when ``strict`` (a
+    delete key outside its file's bounds). One ``F.expr``: built from Column calls, the expression cost
+    ~40 py4j round trips per key set and join, a quarter of building a read after ten generations.
+
+    """
+    terms, scale = [], 1
+    for name, low, width in zip(names, codec.lows, codec.widths, strict=True):
+        value = f"CAST(`{name.replace('`', '``')}` AS BIGINT)"
+        outside = f"CAST(raise_error('{_OUTSIDE}') AS BIGINT)" if strict else "NULL"
+        slot = (
+            f"CASE WHEN {value} IS NULL THEN 0 WHEN {value} BETWEEN ({low}) AND ({low + width - 2})"
+            f" THEN {value} - ({low}) + 1 ELSE {outside} END"
+        )
+        terms.append(f"({slot}) * {scale}")
+        scale *= width
+    return F.expr(f"CAST({' + '.join(terms)} AS BIGINT)")
+
+
+def equality_deleted_positions(
+    spark: SparkSession, schema: Schema, index: DeleteIndex, files: Sequence[LiveFile]
+) -> DataFrame | None:
+    """The ``(_file, _pos)`` of the rows of ``files`` that live equality deletes remove (None: no
+    equality delete applies to them), for a rewrite that drops rows by position.
+
+    Only the key columns of those files are read; each row probes the keys once per set of equality
+    columns (a left-semi join, the converse of the read's anti-join; a row several deletes remove may
+    appear more than once). Deletes that need Iceberg's partition scoping
+    (:func:`needs_partition_scope`) are not handled here: callers leave such files to a scan.
+    """
+    keyed = [f for f in files if index.equality_deletes_on(f)]
+    if not keyed:
+        return None
+    deletes = index.equality_deletes_applying(keyed)
+    assert not needs_partition_scope(keyed, deletes), "callers leave partition-scoped deletes to a scan"
+    columns = sorted({schema.find_column_name(i) or "" for d in deletes for i in d.equality_ids})
+    uris = file_uris(spark, keyed)
+    seqs = spark.createDataFrame([(uris[f.path], f.seq) for f in keyed], f"{FILE_COL} string, {_SEQ} long")
+    rows = read_data_files(spark, schema.select(*columns), keyed).join(F.broadcast(seqs), FILE_COL)
+    parts = [
+        rows.join(key_rows, _key_match(rows, key_rows, names, required, codec, True), "left_semi")
+        for names, key_rows, required, codec in _delete_keys(spark, schema, deletes)
+    ]
+    return functools.reduce(DataFrame.unionByName, parts).select(FILE_COL, POS_COL)
+
+
+def apply_equality_deletes(
+    spark: SparkSession,
+    schema: Schema,
+    files: Sequence[LiveFile],
+    deletes: Sequence[LiveFile],
+    ids: bool = True,
+) -> DataFrame:
+    """The rows of ``files`` (with ids when ``ids``) that no newer equality delete removes.
+
+    Files older than every delete need no sequence numbers: every key applies. When newer files are
+    read too, they get their file's data sequence number from a broadcast of one row per file, and
+    "the delete is newer than the row's file" is the anti-join's residual condition; the older files
+    then carry a number too, :func:`_opaque_seq`, so that both anti-joins have the same build side
+    and Spark broadcasts the keys once (a join without the condition prunes the keys' sequence
+    numbers, a plain literal lets the optimizer fold the condition into a filter on the keys: either
+    way a second read and broadcast of every delete file). Each row probes the keys once.
+    (Reading the newer files in groups of equal sequence number costs a scan and a join per group:
+    measured slower after ten upserts.)
+    """
+    if needs_partition_scope(files, deletes):
+        scoped = _apply_scoped_equality_deletes(spark, schema, files, deletes)
+        return scoped if ids else scoped.drop(FILE_COL, POS_COL)
+    keys = _delete_keys(spark, schema, deletes)
+    first = min(d.seq for d in deletes)
+    oldest = [f for f in files if f.seq < first]
+    rest = [f for f in files if f.seq >= first]
+    parts = []
+    if oldest:  # without ids, no _metadata column is read (Spark would read all of its fields here)
+        rows = read_data_files(spark, schema, oldest) if ids else read_as_stored(spark, schema, oldest)
+        if rest:
+            rows = rows.withColumn(_SEQ, _opaque_seq(first - 1, rows[f"`{keys[0][0][0]}`"]))
+        parts.append(_drop_deleted(rows, keys, by_sequence_number=bool(rest)).drop(_SEQ))
+    if rest:
+        uris = file_uris(spark, rest)
+        seqs = spark.createDataFrame([(uris[f.path], f.seq) for f in rest], f"{FILE_COL} string, {_SEQ} long")
+        rows = read_data_files(spark, schema, rest).join(F.broadcast(seqs), FILE_COL)
+        kept = _drop_deleted(rows, keys, by_sequence_number=True).drop(_SEQ)
+        parts.append(kept if ids else kept.drop(FILE_COL, POS_COL))
+    return functools.reduce(DataFrame.unionByName, parts)
+
+
+def _opaque_seq(seq: int, column: Column) -> Column:
+    """``seq`` as a long the optimizer cannot fold into a literal: ``seq + 0 * hash(column)``.
+
+    Spark has no rule that simplifies ``0 * x``, so a condition on it stays a residual of the
+    anti-join instead of becoming a filter on the keys (see :func:`apply_equality_deletes`); the
+    hash is never NULL, whatever the column holds.
+    """
+    return (F.lit(seq) + F.lit(0) * F.hash(column)).cast("long")
+
+
+def needs_partition_scope(files: Sequence[LiveFile], deletes: Sequence[LiveFile]) -> bool:
+    """Whether a key match can fall outside a delete file's partition: a partitioned delete whose key
+    does not determine the partition, or data files of another partition spec."""
+    specs = {f.spec_id for f in files}
+    return any(
+        not d.is_global and (not d.key_determines_partition() or bool(specs - {d.spec_id})) for d in deletes
+    )
+
+
+def _apply_scoped_equality_deletes(
+    spark: SparkSession, schema: Schema, files: Sequence[LiveFile], deletes: Sequence[LiveFile]
+) -> DataFrame:
+    """Equality deletes applied by sequence number and partition (Iceberg's scoping rule).
+
+    Each row gets its file's data sequence number and partition id from a broadcast of one row per
+    file; delete keys carry their file's partition id (NULL: global), compared in the anti-join.
+    """
+    partitions: Partitions = {}
+    for f in files:
+        partitions.setdefault((f.spec_id, f.partition), len(partitions))
+    uris = file_uris(spark, files)
+    tags = spark.createDataFrame(
+        [(uris[f.path], f.seq, partitions[(f.spec_id, f.partition)]) for f in files],
+        f"{FILE_COL} string, {_SEQ} long, {_PART} int",
+    )
+    rows = read_data_files(spark, schema, files).join(F.broadcast(tags), FILE_COL)
+    keys = _delete_keys(spark, schema, deletes, partitions)
+    return _drop_deleted(rows, keys, by_sequence_number=True, by_partition=True).drop(_SEQ, _PART)
