@@ -71,6 +71,18 @@ def test_null_keys_for_equality_deletes(lake, table) -> None:  # type: ignore[no
     )
 
 
+def test_null_keys_are_reported_before_duplicates(lake, table) -> None:  # type: ignore[no-untyped-def]
+    """One aggregation finds both kinds of bad key; a NULL key is named first, whatever the order."""
+    repeated = [make_row(k, v) for k in range(20) for v in (1, 2)]
+    source = frame(lake.spark, [*repeated, (None, *make_row(50, 1)[1:])]).repartition(4)
+    assert_unchanged(
+        lake,
+        lambda: rowops.merge(source, table, on=["k"], strategy="equality-delete"),
+        errors.NullKeyError,
+        "e.g. [(None,)]",
+    )
+
+
 def test_auto_does_not_blind_write_repeated_keys(lake, table) -> None:  # type: ignore[no-untyped-def]
     """``auto`` (read weight 0 favours equality deletes) whose pre-scan finds a repeated key scans instead:
     whether the repeat is an error depends on the target. Matching a target row, it is SQL's
