@@ -296,6 +296,32 @@ def test_small_files_go_into_the_rewrite_of_their_partition(lake, java) -> None:
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
 
 
+def test_rewritten_files_of_a_partition_go_into_its_largest(lake, java) -> None:  # type: ignore[no-untyped-def]
+    """Files a copy-on-write rewrites anyway, too big to travel with the new rows (read weight 0: no
+    file is worth merging for its own sake), are written into the rewrite of their partition's
+    largest file while it stays under the target size: the same bytes, one file per partition."""
+    layout = Layout("identity", ("g",), ("g", "k"))
+    rows = [make_row(k) for k in range(3000)]
+    table = lake.create_table("db.t", frame(lake.spark, rows), partition_by=["g"], identifier=["g", "k"])
+    oracle = Oracle(layout, rows)
+    for start in (5000, 6000):  # two appends: a file per partition each
+        more = [make_row(k) for k in range(start, start + 300)]
+        table.append(frame(lake.spark, more))
+        oracle.upsert(more)
+    table.set_properties(**{"rowops.read-weight": "0"})
+    before = {f.path for f in table.files().data}
+    assert len(before) == 9
+    changes = [make_row(k, 1) for k in (0, 1, 2, 5000, 5001, 5002, 6000, 6001, 6002)]
+    rowops.merge(frame(lake.spark, changes), table, on=["g", "k"], strategy="copy-on-write")
+    oracle.upsert(changes)
+    after = {f.path: f for f in table.files().data}
+    assert before.isdisjoint(after)  # every file held a changed row
+    arrow = _arrow_written(table)
+    assert len(arrow) == 3  # one per partition (nine, one per rewritten file, before)
+    assert sum(after[p].record_count for p in arrow) == 3600
+    assert_readers_agree(table, oracle.values(), COLUMNS, java)
+
+
 @pytest.mark.parametrize("lake", ["local"], indirect=True)
 @pytest.mark.parametrize(("kind", "in_task"), [("int", True), ("string", False)])
 def test_equality_deletes_of_integer_keys_apply_inside_the_rewrite(
