@@ -137,7 +137,7 @@ def packed_key(codec: KeyCodec, names: Sequence[str], strict: bool) -> Column:
     long (a single-long hash key, which Spark's hash joins look up faster than a row of columns). A
     value outside the codec's range gives NULL (it matches no delete), or an error when ``strict`` (a
     delete key outside its file's bounds). One ``F.expr``: built from Column calls, the expression cost
-    ~40 py4j round trips per key set and join, a quarter of building a read after ten generations.
+    ~40 JVM round trips per key set and join, a quarter of building a read after ten generations.
 
     """
     terms, scale = [], 1

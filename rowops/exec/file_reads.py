@@ -80,7 +80,7 @@ def read_as_stored(
         if stored or absent:
             columns = [_column(s, schema, stored, absent, defaults) for s in struct.fields]
             df = df.select(*columns, *extra)
-        elif extra:  # "*": one column, not a py4j round trip or three per column of a wide table
+        elif extra:  # "*": one column, not a JVM round trip or three per column of a wide table
             df = df.select("*", *extra)
         parts.append(df)
     return functools.reduce(DataFrame.unionByName, parts)
