@@ -164,39 +164,50 @@ def _groups(targets: Sequence[LiveFile], into: Mapping[str, str]) -> list[int]:
 def attach_small_files(
     metadata: TableMetadata,
     index: DeleteIndex,
-    hosts: Sequence[LiveFile],
+    rewritten: Sequence[LiveFile],
     small: Sequence[LiveFile],
     capacity: int,
 ) -> dict[str, str]:
-    """Which of the ``small`` files to rewrite into the new file of a ``host`` of their partition:
-    path of a small file -> path of its host, while the host's group stays under ``capacity`` bytes.
+    """Which files to rewrite into the new file of another of their partition: path -> path of its
+    host, while each host's group stays under ``capacity`` bytes.
 
-    Only files :func:`arrow_eligible` keeps; a small file's rows go after its host's, so not in a
-    table with a sort order (they would break the file's order). The rest is a pure bin packing:
+    ``rewritten`` files (rewritten anyway) are packed among themselves first, largest first, each into
+    the first host with room or else hosting a group of its own; then the ``small`` files (those a
+    rewrite merges) go into the first group with room. Only files :func:`arrow_eligible` keeps; a
+    member's rows go after its host's, so not in a table with a sort order (they would break the
+    file's order). The rest is a pure bin packing:
 
     >>> from types import SimpleNamespace as F
-    >>> big = [F(path="b", partition=(1,), spec_id=0, size=60)]
+    >>> big = [F(path=p, partition=(1,), spec_id=0, size=60) for p in ("b", "c")]
     >>> tiny = [F(path=p, partition=(k,), spec_id=0, size=20) for p, k in [("s", 1), ("t", 1), ("u", 2)]]
-    >>> _pack(big, tiny, capacity=100), _pack(big, tiny, capacity=90)
+    >>> _pack(big[:1], tiny, capacity=100), _pack(big[:1], tiny, capacity=90)
     ({'s': 'b', 't': 'b'}, {'s': 'b'})
+    >>> _pack(big, tiny, capacity=90), _pack(big, tiny, capacity=120)
+    ({'s': 'b', 't': 'c'}, {'c': 'b'})
     """
     if metadata.sort_order().fields:
         return {}
-    return _pack(arrow_eligible(metadata, index, hosts), arrow_eligible(metadata, index, small), capacity)
+    return _pack(arrow_eligible(metadata, index, rewritten), arrow_eligible(metadata, index, small), capacity)
 
 
-def _pack(hosts: Sequence[LiveFile], small: Sequence[LiveFile], capacity: int) -> dict[str, str]:
+def _pack(rewritten: Sequence[LiveFile], small: Sequence[LiveFile], capacity: int) -> dict[str, str]:
     room: dict[tuple[int, tuple[object, ...]], list[tuple[str, int]]] = {}
-    for f in sorted(hosts, key=lambda f: f.size):  # the smallest host of a partition fills first
-        room.setdefault((f.spec_id, f.partition), []).append((f.path, capacity - f.size))
     attached: dict[str, str] = {}
-    for f in sorted(small, key=lambda f: f.size):
-        spaces = room.get((f.spec_id, f.partition), [])
+
+    def place(f: LiveFile, host_if_none: bool) -> None:
+        spaces = room.setdefault((f.spec_id, f.partition), [])
         fits = next((i for i, (_, free) in enumerate(spaces) if free >= f.size), None)
         if fits is not None:
             host, free = spaces[fits]
             spaces[fits] = (host, free - f.size)
             attached[f.path] = host
+        elif host_if_none:
+            spaces.append((f.path, capacity - f.size))
+
+    for f in sorted(rewritten, key=lambda f: -f.size):  # first-fit decreasing
+        place(f, host_if_none=True)
+    for f in sorted(small, key=lambda f: f.size):
+        place(f, host_if_none=False)
     return attached
 
 

@@ -48,8 +48,9 @@ KeySet = tuple[list[str], DataFrame, list[bool], KeyCodec | None]  # names, key 
 def _delete_keys(
     spark: SparkSession, schema: Schema, deletes: Sequence[LiveFile], partitions: Partitions | None = None
 ) -> list[KeySet]:
-    """Per set of equality columns: their names, the keys (``_eq_<i>``) with ``_delete_seq``, and
-    whether each column is required (never NULL).
+    """Per set of equality columns: their names, the keys with ``_delete_seq``, whether each column
+    is required (never NULL), and the codec when the key is packed: the keys are then one
+    ``_eq_code`` (:func:`packed_key`), else a column ``_eq_<i>`` per equality column.
 
     Delete files are read in groups of equal sequence number, each tagged with a literal; with
     ``partitions``, groups are also split by partition and tagged ``_delete_part`` (its id, -1 for a
@@ -138,7 +139,6 @@ def packed_key(codec: KeyCodec, names: Sequence[str], strict: bool) -> Column:
     value outside the codec's range gives NULL (it matches no delete), or an error when ``strict`` (a
     delete key outside its file's bounds). One ``F.expr``: built from Column calls, the expression cost
     ~40 JVM round trips per key set and join, a quarter of building a read after ten generations.
-
     """
     terms, scale = [], 1
     for name, low, width in zip(names, codec.lows, codec.widths, strict=True):

@@ -176,8 +176,9 @@ def rewrite_files(
     (``exec/arrow_rewrite.py``), or several into one (``into``: small files of :func:`attached`), with
     their updated rows (from ``new_rows_at``) in place of the old versions where the table allows
     (``Written.absorbed``: those rows are not new files), the rows their equality deletes remove
-    dropped in the tasks (integer keys, ``exec/arrow_deletes.py``) or resolved to positions first; the others (another partition spec, partition-scoped equality
-    deletes) by Spark, their updated rows left to the new rows.
+    dropped in the tasks (integer keys, ``exec/arrow_deletes.py``) or resolved to positions first;
+    the others (another partition spec, partition-scoped equality deletes) by Spark, their updated
+    rows left to the new rows.
     """
     targets = [f for f in ctx.files.data if f.path in paths]
     if not targets:
@@ -212,21 +213,10 @@ def absorbed_paths(ctx: WriteContext, paths: Collection[str], new_rows_at: DataF
     return {f.path for f in arrow_eligible(ctx.metadata, delete_index(ctx.files), targets)}
 
 
-def largest_per_partition(files: Sequence[LiveFile], paths: Collection[str]) -> set[str]:
-    """The largest file of ``paths`` in each partition: the hosts of a copy-on-write's rewrite, which
-    the partition's other rewritten files join while they fit (the same bytes read and written, fewer
-    and larger files: at SF 10 a paydown left each micro-batch's 3 MB files rewritten one to one)."""
-    largest: dict[tuple[int, tuple[object, ...]], LiveFile] = {}
-    for f in files:
-        part = (f.spec_id, f.partition)
-        if f.path in paths and (part not in largest or f.size > largest[part].size):
-            largest[part] = f
-    return {f.path for f in largest.values()}
-
-
 def attached(ctx: WriteContext, rewritten: Collection[str], travelling: Collection[str]) -> dict[str, str]:
-    """``travelling`` (small) files written into the Arrow rewrite of a ``rewritten`` file of their
-    partition (``arrow_rewrite.attach_small_files``): no Spark scan of their survivors, no shuffle."""
+    """``rewritten`` files written into the Arrow rewrite of a larger one of their partition, and
+    ``travelling`` (small) files into one of those rewrites (``arrow_rewrite.attach_small_files``): the
+    same bytes in fewer files, and no Spark scan of the small files' survivors, no shuffle."""
     data, index = ctx.files.data, delete_index(ctx.files)
     hosts, small = [f for f in data if f.path in rewritten], [f for f in data if f.path in travelling]
     return attach_small_files(ctx.metadata, index, hosts, small, ctx.target_file_size)
@@ -333,10 +323,10 @@ def copy_on_write(
     """Rewrite every data file that holds a removed row; add the new rows.
 
     Small rewritten files travel with the new rows (see :func:`hybrid`) instead of staying small; the
-    other rewritten files of a partition are written into the rewrite of its largest one while the
-    result stays under the target file size (:func:`largest_per_partition`). ``clear`` (the candidate files, when ``auto`` chose a rewrite to pay the read debt down) adds the
-    files of ``clear`` that deletes apply to, touched or not, and the small untouched files of the
-    touched partitions (:func:`merge_candidates`): afterwards no delete applies to a candidate file, so
+    other rewritten files of a partition go into fewer, larger files while under the target file
+    size (:func:`attached`). ``clear`` (the candidate files, when ``auto`` chose a rewrite to pay the
+    read debt down) adds the files of ``clear`` that deletes apply to, touched or not, and the small
+    untouched files of the touched partitions (:func:`merge_candidates`): afterwards no delete applies to a candidate file, so
     reads of them skip the anti-join, and equality deletes left applying to no file are dropped.
     """
     sizes = {f.path: f.size for f in ctx.files.data}
@@ -345,8 +335,7 @@ def copy_on_write(
     merged = merge_candidates(ctx.files, set(counts), read_weight) if clear else set()
     rewrite = set(counts) | indebted | merged
     travelling = {p for p in rewrite if worth_merging(sizes[p], read_weight)}
-    hosts = largest_per_partition(ctx.files.data, rewrite - travelling)
-    into = attached(ctx, hosts, rewrite - hosts)
+    into = attached(ctx, rewrite - travelling, travelling)
     travelling -= into.keys()
     rewritten = rewrite - travelling
     absorbed = absorbed_paths(ctx, rewritten, changes.new_rows_at)
@@ -384,8 +373,7 @@ def hybrid(
     small_dense = {p for p in dense if worth_merging(sizes[p], read_weight)}
     travelling = small_dense | merge_candidates(ctx.files, set(counts), read_weight)
     sparse = {p: n for p, n in counts.items() if p not in dense}
-    hosts = largest_per_partition(ctx.files.data, dense - small_dense)
-    into = attached(ctx, hosts, travelling | (dense - small_dense - hosts))
+    into = attached(ctx, dense - small_dense, travelling)
     travelling -= into.keys()
     rewritten = (dense - small_dense) | into.keys()
     absorbed = absorbed_paths(ctx, rewritten, changes.new_rows_at)
