@@ -56,6 +56,7 @@ from rowops.exec.arrow_files import Erase, NewRows, ParquetSink, copy_file, targ
 from rowops.exec.compat import default_parallelism
 from rowops.exec.equality_deletes import needs_partition_scope
 from rowops.exec.file_reads import FILE_COL, POS_COL, file_uris
+from rowops.exec.literal_frames import literal_frame
 from rowops.exec.types import to_spark_type
 from rowops.exec.write import read_footers, stored_columns
 from rowops.meta.defaults import initial_defaults
@@ -129,9 +130,10 @@ def rewrite_positions(
     """
     uris = file_uris(spark, targets)
     group = _groups(targets, into or {})
-    names = spark.createDataFrame(
+    names = literal_frame(
+        spark,
         [(uris[f.path], i, f.path, group[i]) for i, f in enumerate(targets)],
-        f"{FILE_COL} string, {_IDX} int, {_PATH} string, {_GRP} int",
+        [(FILE_COL, "string"), (_IDX, "int"), (_PATH, "string"), (_GRP, "int")],
     )
     fields = metadata.schema().fields
     nulls = [F.lit(None).cast(to_spark_type(f.field_type)).alias(f"_c{i}") for i, f in enumerate(fields)]

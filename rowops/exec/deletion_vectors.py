@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 from rowops.errors import WriteVerificationError
 from rowops.exec.compat import default_parallelism
 from rowops.exec.listing import DRIVER_LISTING, spark_name
+from rowops.exec.literal_frames import literal_frame
 from rowops.exec.session import session_conf
 from rowops.meta.fileio import make_io
 from rowops.meta.files import LiveFile, WrittenFile
@@ -87,8 +88,10 @@ def write_deletion_vectors(
     Returns:
         Each written vector (a ``WrittenFile`` carrying its manifest entry) with its data file.
     """
-    mapping = spark.createDataFrame(
-        [(spark_name(f.path), i) for i, f in enumerate(data_files)], f"{file_col} string, {_INDEX} int"
+    mapping = literal_frame(
+        spark,
+        [(spark_name(f.path), i) for i, f in enumerate(data_files)],
+        [(file_col, "string"), (_INDEX, "int")],
     )
     rows = deletes.join(F.broadcast(mapping), file_col, "inner").select(_INDEX, F.col(pos_col).cast("long"))
     tasks = max(1, min(len(data_files), default_parallelism(spark)))

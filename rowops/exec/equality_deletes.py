@@ -33,6 +33,8 @@ from rowops.exec.file_reads import (
     read_as_stored,
     read_data_files,
 )
+from rowops.exec.listing import named_files, spark_name
+from rowops.exec.literal_frames import literal_frame, sql_value
 from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.files import LiveFile
 
@@ -52,9 +54,9 @@ def _delete_keys(
     is required (never NULL), and the codec when the key is packed: the keys are then one
     ``_eq_code`` (:func:`packed_key`), else a column ``_eq_<i>`` per equality column.
 
-    Delete files are read in groups of equal sequence number, each tagged with a literal; with
-    ``partitions``, groups are also split by partition and tagged ``_delete_part`` (its id, -1 for a
-    partition no data file has, NULL for a global delete).
+    Each key carries its file's sequence number; with ``partitions``, also ``_delete_part`` (the id of
+    its file's partition, -1 for a partition no data file has, NULL for a global delete). The files are
+    read in scans of up to :data:`SEQUENCES_PER_SCAN` sequence numbers (:func:`_file_tags`).
     """
     by_ids: dict[tuple[int, ...], list[LiveFile]] = defaultdict(list)
     for f in deletes:
@@ -63,28 +65,59 @@ def _delete_keys(
     for ids, group in by_ids.items():
         names = [schema.find_column_name(i) or "" for i in ids]
         keys = schema.select(*names)
-        by_seq: dict[tuple[int, int | None], list[LiveFile]] = defaultdict(list)
+        by_tag: dict[tuple[int, int | None], list[LiveFile]] = defaultdict(list)
         for f in group:
             part = None if partitions is None or f.is_global else partitions.get((f.spec_id, f.partition), -1)
-            by_seq[(f.seq, part)].append(f)
+            by_tag[(f.seq, part)].append(f)
         codec = key_codec(schema, ids, group)
+        key_cols = (
+            [packed_key(codec, names, strict=True).alias(_CODE)]
+            if codec
+            else [F.col(f"`{n}`").alias(f"_eq_{i}") for i, n in enumerate(names)]
+        )
+        tags = sorted(by_tag.items(), key=lambda kv: repr(kv[0]))
         parts = [
-            read_as_stored(spark, keys, files).select(
-                *(
-                    [packed_key(codec, names, strict=True).alias(_CODE)]
-                    if codec
-                    else [F.col(f"`{n}`").alias(f"_eq_{i}") for i, n in enumerate(names)]
-                ),
-                F.lit(seq).alias(_DEL_SEQ),
-                *([F.lit(part).cast("int").alias(_DEL_PART)] if partitions is not None else []),
-            )
-            for (seq, part), files in sorted(by_seq.items(), key=lambda kv: repr(kv[0]))
+            read_as_stored(
+                spark, keys, [f for _, files in chunk for f in files], _file_tags(chunk, partitions)
+            ).select(*key_cols, _DEL_SEQ, *([_DEL_PART] if partitions is not None else []))
+            for chunk in (tags[i : i + SEQUENCES_PER_SCAN] for i in range(0, len(tags), SEQUENCES_PER_SCAN))
         ]
         required = [schema.find_field(n).required for n in names]
         key_rows = functools.reduce(DataFrame.unionByName, parts)
         key_rows = broadcast_if_fits(spark, key_rows, _key_bytes(keys, group))
         out.append((names, key_rows, required, codec))
     return out
+
+
+SEQUENCES_PER_SCAN = 16
+
+
+def _file_tags(
+    tags: Sequence[tuple[tuple[int, int | None], Sequence[LiveFile]]], partitions: Partitions | None
+) -> list[Column]:
+    """``_delete_seq`` (and ``_delete_part`` with ``partitions``) of each row of the files of ``tags``
+    ((sequence number, partition id) -> files), read in one scan: literals for one tag, else looked up
+    by Spark's name of the row's file (``CASE WHEN _metadata.file_path IN (...)``, a hashed set per
+    tag, the last tag as ELSE).
+
+    One scan instead of one per sequence number: Spark's file index is built once, and the broadcast
+    of the keys reads all files in one stage of few tasks. Measured on a read after ten Case 2
+    micro-batches at SF 1 (160 delete files), with ``exec/literal_frames.py``: 2.43 / 2.25 s -> 2.06 /
+    2.05 s (two alternating runs of four reads each; driver build 0.39-0.42 -> 0.24-0.27 s).
+    """
+    if len(tags) == 1:
+        (seq, part), _ = tags[0]
+        columns = [F.lit(seq).cast("long").alias(_DEL_SEQ)]
+        return columns + ([F.lit(part).cast("int").alias(_DEL_PART)] if partitions is not None else [])
+    branches = [named_files([spark_name(f.path) for f in files]) for _, files in tags[:-1]]
+
+    def by_file(values: Sequence[int | None], sql_type: str) -> Column:
+        whens = " ".join(f"WHEN {b} THEN {sql_value(v)}" for b, v in zip(branches, values, strict=False))
+        return F.expr(f"CAST(CASE {whens} ELSE {sql_value(values[-1])} END AS {sql_type})")
+
+    columns = [by_file([seq for (seq, _), _ in tags], "bigint").alias(_DEL_SEQ)]
+    parts = [part for (_, part), _ in tags]
+    return columns + ([by_file(parts, "int").alias(_DEL_PART)] if partitions is not None else [])
 
 
 def _key_bytes(keys: Schema, deletes: Sequence[LiveFile]) -> int:
@@ -171,7 +204,9 @@ def equality_deleted_positions(
     assert not needs_partition_scope(keyed, deletes), "callers leave partition-scoped deletes to a scan"
     columns = sorted({schema.find_column_name(i) or "" for d in deletes for i in d.equality_ids})
     uris = file_uris(spark, keyed)
-    seqs = spark.createDataFrame([(uris[f.path], f.seq) for f in keyed], f"{FILE_COL} string, {_SEQ} long")
+    seqs = literal_frame(
+        spark, [(uris[f.path], f.seq) for f in keyed], [(FILE_COL, "string"), (_SEQ, "bigint")]
+    )
     rows = read_data_files(spark, schema.select(*columns), keyed).join(F.broadcast(seqs), FILE_COL)
     parts = [
         rows.join(key_rows, _key_match(rows, key_rows, names, required, codec, True), "left_semi")
@@ -214,7 +249,9 @@ def apply_equality_deletes(
         parts.append(_drop_deleted(rows, keys, by_sequence_number=bool(rest)).drop(_SEQ))
     if rest:
         uris = file_uris(spark, rest)
-        seqs = spark.createDataFrame([(uris[f.path], f.seq) for f in rest], f"{FILE_COL} string, {_SEQ} long")
+        seqs = literal_frame(
+            spark, [(uris[f.path], f.seq) for f in rest], [(FILE_COL, "string"), (_SEQ, "bigint")]
+        )
         rows = read_data_files(spark, schema, rest).join(F.broadcast(seqs), FILE_COL)
         kept = _drop_deleted(rows, keys, by_sequence_number=True).drop(_SEQ)
         parts.append(kept if ids else kept.drop(FILE_COL, POS_COL))
@@ -252,9 +289,10 @@ def _apply_scoped_equality_deletes(
     for f in files:
         partitions.setdefault((f.spec_id, f.partition), len(partitions))
     uris = file_uris(spark, files)
-    tags = spark.createDataFrame(
+    tags = literal_frame(
+        spark,
         [(uris[f.path], f.seq, partitions[(f.spec_id, f.partition)]) for f in files],
-        f"{FILE_COL} string, {_SEQ} long, {_PART} int",
+        [(FILE_COL, "string"), (_SEQ, "bigint"), (_PART, "int")],
     )
     rows = read_data_files(spark, schema, files).join(F.broadcast(tags), FILE_COL)
     keys = _delete_keys(spark, schema, deletes, partitions)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
+from rowops.exec.literal_frames import sql_string
 from rowops.exec.session import int_conf, session_conf
 from rowops.meta.hadoop_uri import qualified_uri
 from rowops.meta.paths import is_remote, normalize_path, parent, spark_uri
@@ -112,5 +113,4 @@ def named_files(names: Sequence[str]) -> str:
     >>> print(named_files(["file:/t/a.parquet", "s3a://b/it's.parquet"]))
     _metadata.file_path IN ('file:/t/a.parquet', 's3a://b/it\\'s.parquet')
     """
-    quoted = ", ".join("'" + n.replace("\\", "\\\\").replace("'", "\\'") + "'" for n in names)
-    return f"_metadata.file_path IN ({quoted})"
+    return f"_metadata.file_path IN ({', '.join(sql_string(n) for n in names)})"

@@ -33,6 +33,7 @@ from rowops.exec.file_reads import (
     read_parquet,
 )
 from rowops.exec.listing import spark_name
+from rowops.exec.literal_frames import literal_frame
 from rowops.exec.types import to_spark_schema
 from rowops.meta.delete_index import DeleteIndex, delete_index
 from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, TableFiles
@@ -80,7 +81,7 @@ def _position_delete_files(
             F.regexp_replace(_PATH, r"^s3://", "s3a://")
         )
         return rows.select(name.alias(FILE_COL), POS_COL)
-    names = spark.createDataFrame(list(uris.items()), f"{_PATH} string, {FILE_COL} string")
+    names = literal_frame(spark, list(uris.items()), [(_PATH, "string"), (FILE_COL, "string")])
     return rows.join(F.broadcast(names), _PATH, "inner").select(FILE_COL, POS_COL)
 
 

@@ -23,6 +23,7 @@ from rowops.exec.arrow_rewrite import absorbs_updates, arrow_eligible, attach_sm
 from rowops.exec.changes import RowChanges
 from rowops.exec.equality_deletes import equality_deleted_positions
 from rowops.exec.file_reads import FILE_COL, POS_COL, file_uris
+from rowops.exec.literal_frames import literal_frame
 from rowops.exec.parallel import run_together
 from rowops.exec.scan import position_deletes, scan
 from rowops.exec.write import (
@@ -424,7 +425,7 @@ def _new_rows_elsewhere(
     if not absorbed or changes.new_rows_at is None:
         return changes.new_rows, new_count
     uris = file_uris(ctx.spark, [f for f in ctx.files.data if f.path in absorbed])
-    names = ctx.spark.createDataFrame([(u,) for u in uris.values()], f"{FILE_COL} string")
+    names = literal_frame(ctx.spark, [(u,) for u in uris.values()], [(FILE_COL, "string")])
     columns = [f"`{f.name}`" for f in ctx.metadata.schema().fields]
     rest = changes.new_rows_at.join(F.broadcast(names), FILE_COL, "left_anti").select(*columns)
     if new_count is not None and "delete" not in changes.kinds.values():

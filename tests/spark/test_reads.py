@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import rowops
-from rowops.exec import scan
+from rowops.exec import equality_deletes, scan
 from rowops.exec.arrow_deletes import KeyCodec
 from rowops.exec.equality_deletes import packed_key
 from rowops.exec.session import session_conf
@@ -76,7 +76,8 @@ def test_files_no_delete_applies_to_never_meet_a_join(lake, strategy) -> None:  
 def test_equality_delete_keys_are_read_once_for_every_generation(lake) -> None:  # type: ignore[no-untyped-def]
     """Data files of four sequence numbers, three of them under three generations of equality
     deletes: two anti-joins (the files older than every delete, the newer ones) with the same build
-    side, so each delete file is scanned once per read: the keys are broadcast once and reused."""
+    side, so each delete file is scanned once per read: the keys are broadcast once and reused. The
+    three generations are read in one scan, each key tagged with its file's sequence number."""
     table = _table(lake)
     for n in (1, 2, 3):
         changed = [make_row(k, n) for k in range(0, ROWS, 5)]
@@ -88,7 +89,24 @@ def test_equality_delete_keys_are_read_once_for_every_generation(lake) -> None: 
     got = {r["k"]: r["n"] for r in df.collect()}  # executed: the final adaptive plan is walked
     assert got == {k: (3 if k % 5 == 0 else 0) for k in range(ROWS)}
     scanned = [s & deletes for s, _ in _scans(df) if s & deletes]
-    assert sorted(len(s) for s in scanned) == [4, 4, 4], scanned  # one scan per delete generation
+    assert scanned == [deletes], scanned  # one scan of every generation's delete files
+
+
+def test_equality_deletes_of_many_generations_are_read_in_chunks(lake, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """More sequence numbers than one scan tags (``SEQUENCES_PER_SCAN``, here 2): the delete files are
+    read in scans of at most that many generations, each key still with its own sequence number (a
+    key of generation 3 deletes the rows of generation 2, not those it inserted itself)."""
+    monkeypatch.setattr(equality_deletes, "SEQUENCES_PER_SCAN", 2)
+    table = _table(lake)
+    for n in (1, 2, 3):
+        changed = [make_row(k, n) for k in range(0, ROWS, 2 + n)]
+        rowops.merge(frame(lake.spark, changed), table, on=["k"], strategy="equality-delete")
+    deletes = {f.path for f in table.files().equality_deletes}
+    df = table.to_df()
+    expected = {k: next((n for n in (3, 2, 1) if k % (2 + n) == 0), 0) for k in range(ROWS)}
+    assert {r["k"]: r["n"] for r in df.collect()} == expected
+    scanned = [s & deletes for s, _ in _scans(df) if s & deletes]
+    assert sorted(len(s) for s in scanned) == [4, 8], scanned
     assert set().union(*scanned) == deletes
 
 
