@@ -56,7 +56,7 @@ def _delete_keys(
 
     Each key carries its file's sequence number; with ``partitions``, also ``_delete_part`` (the id of
     its file's partition, -1 for a partition no data file has, NULL for a global delete). The files are
-    read in scans of up to :data:`SEQUENCES_PER_SCAN` sequence numbers (:func:`_file_tags`).
+    read in scans of up to :data:`SEQUENCES_PER_SCAN` sequence numbers (:func:`_scans`, :func:`_file_tags`).
     """
     by_ids: dict[tuple[int, ...], list[LiveFile]] = defaultdict(list)
     for f in deletes:
@@ -75,12 +75,11 @@ def _delete_keys(
             if codec
             else [F.col(f"`{n}`").alias(f"_eq_{i}") for i, n in enumerate(names)]
         )
-        tags = sorted(by_tag.items(), key=lambda kv: repr(kv[0]))
         parts = [
             read_as_stored(
                 spark, keys, [f for _, files in chunk for f in files], _file_tags(chunk, partitions)
             ).select(*key_cols, _DEL_SEQ, *([_DEL_PART] if partitions is not None else []))
-            for chunk in (tags[i : i + SEQUENCES_PER_SCAN] for i in range(0, len(tags), SEQUENCES_PER_SCAN))
+            for chunk in _scans(sorted(by_tag.items(), key=lambda kv: repr(kv[0])))
         ]
         required = [schema.find_field(n).required for n in names]
         key_rows = functools.reduce(DataFrame.unionByName, parts)
@@ -90,11 +89,31 @@ def _delete_keys(
 
 
 SEQUENCES_PER_SCAN = 16
+FILES_PER_TAGGED_SCAN = 512  # the file names are SQL text parsed on the driver (~0.1 ms each)
+Tag = tuple[tuple[int, int | None], list[LiveFile]]  # (sequence number, partition id), its delete files
 
 
-def _file_tags(
-    tags: Sequence[tuple[tuple[int, int | None], Sequence[LiveFile]]], partitions: Partitions | None
-) -> list[Column]:
+def _scans(tags: Sequence[Tag]) -> list[list[Tag]]:
+    """``tags`` cut into scans of at most :data:`SEQUENCES_PER_SCAN` tags and, unless one tag has more
+    on its own, :data:`FILES_PER_TAGGED_SCAN` files.
+
+    >>> f = [object()] * 300
+    >>> [[t for t, _ in scan] for scan in _scans([(1, f), (2, f), (3, f[:10]), (4, f * 3)])]
+    [[1], [2, 3], [4]]
+    """
+    scans: list[list[Tag]] = []
+    files = 0
+    for tag in tags:
+        if scans and len(scans[-1]) < SEQUENCES_PER_SCAN and files + len(tag[1]) <= FILES_PER_TAGGED_SCAN:
+            scans[-1].append(tag)
+            files += len(tag[1])
+        else:
+            scans.append([tag])
+            files = len(tag[1])
+    return scans
+
+
+def _file_tags(tags: Sequence[Tag], partitions: Partitions | None) -> list[Column]:
     """``_delete_seq`` (and ``_delete_part`` with ``partitions``) of each row of the files of ``tags``
     ((sequence number, partition id) -> files), read in one scan: literals for one tag, else looked up
     by Spark's name of the row's file (``CASE WHEN _metadata.file_path IN (...)``, a hashed set per

@@ -92,11 +92,16 @@ def test_equality_delete_keys_are_read_once_for_every_generation(lake) -> None: 
     assert scanned == [deletes], scanned  # one scan of every generation's delete files
 
 
-def test_equality_deletes_of_many_generations_are_read_in_chunks(lake, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(("files_per_scan", "scans"), [(512, [4, 8]), (4, [4, 4, 4])])
+def test_equality_deletes_of_many_generations_are_read_in_chunks(
+    lake, monkeypatch, files_per_scan, scans
+) -> None:  # type: ignore[no-untyped-def]
     """More sequence numbers than one scan tags (``SEQUENCES_PER_SCAN``, here 2): the delete files are
-    read in scans of at most that many generations, each key still with its own sequence number (a
-    key of generation 3 deletes the rows of generation 2, not those it inserted itself)."""
+    read in scans of at most that many generations (and ``FILES_PER_TAGGED_SCAN`` files, unless one
+    generation has more), each key still with its own sequence number (a key of generation 3 deletes
+    the rows of generation 2, not those it inserted itself)."""
     monkeypatch.setattr(equality_deletes, "SEQUENCES_PER_SCAN", 2)
+    monkeypatch.setattr(equality_deletes, "FILES_PER_TAGGED_SCAN", files_per_scan)
     table = _table(lake)
     for n in (1, 2, 3):
         changed = [make_row(k, n) for k in range(0, ROWS, 2 + n)]
@@ -106,7 +111,7 @@ def test_equality_deletes_of_many_generations_are_read_in_chunks(lake, monkeypat
     expected = {k: next((n for n in (3, 2, 1) if k % (2 + n) == 0), 0) for k in range(ROWS)}
     assert {r["k"]: r["n"] for r in df.collect()} == expected
     scanned = [s & deletes for s, _ in _scans(df) if s & deletes]
-    assert sorted(len(s) for s in scanned) == [4, 8], scanned
+    assert sorted(len(s) for s in scanned) == scans, scanned
     assert set().union(*scanned) == deletes
 
 
