@@ -131,7 +131,7 @@ def _file_tags(tags: Sequence[Tag], partitions: Partitions | None) -> list[Colum
     branches = [named_files([spark_name(f.path) for f in files]) for _, files in tags[:-1]]
 
     def by_file(values: Sequence[int | None], sql_type: str) -> Column:
-        whens = " ".join(f"WHEN {b} THEN {sql_value(v)}" for b, v in zip(branches, values, strict=False))
+        whens = " ".join(f"WHEN {b} THEN {sql_value(v)}" for b, v in zip(branches, values[:-1], strict=True))
         return F.expr(f"CAST(CASE {whens} ELSE {sql_value(values[-1])} END AS {sql_type})")
 
     columns = [by_file([seq for (seq, _), _ in tags], "bigint").alias(_DEL_SEQ)]
