@@ -20,6 +20,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from rowops.exec.compat import select_columns
 from rowops.exec.file_reads import FILE_COL, POS_COL
 from rowops.exec.nested import nested_assignments, with_fields
 from rowops.spec.operations import DeleteSpec, MergeClause, MergeSpec, UpdateSpec
@@ -220,10 +221,8 @@ def _changes_of(
     producing = [i for i, c in enumerate(spec.clauses) if c.action != "delete"]
     replaced = [i for i, c in enumerate(spec.clauses) if c.match != "not_matched"]
     removed = staged.filter(F.col(ACTION).isin(replaced)).select(FILE_COL, POS_COL)
-    new_rows_at = staged.filter(F.col(ACTION).isin(producing)).select(
-        FILE_COL, POS_COL, *[F.col(f"`{c}`") for c in columns]
-    )
-    new_rows = new_rows_at.select(*[F.col(f"`{c}`") for c in columns])
+    new_rows_at = select_columns(staged.filter(F.col(ACTION).isin(producing)), [FILE_COL, POS_COL, *columns])
+    new_rows = select_columns(new_rows_at, columns)
     return RowChanges(
         staged, removed, new_rows, kinds, tuple(replaced), True, cached, new_rows_at=new_rows_at
     )
@@ -262,8 +261,8 @@ def update_changes(target: DataFrame, spec: UpdateSpec, columns: list[str]) -> R
         .select(FILE_COL, POS_COL, F.lit(0).alias(ACTION), *values)
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
-    new_rows = staged.select(*[F.col(f"`{c}`") for c in columns])
-    new_rows_at = staged.select(FILE_COL, POS_COL, *[F.col(f"`{c}`") for c in columns])
+    new_rows = select_columns(staged, columns)
+    new_rows_at = select_columns(staged, [FILE_COL, POS_COL, *columns])
     return RowChanges(
         staged, staged.select(FILE_COL, POS_COL), new_rows, {0: "update"}, new_rows_at=new_rows_at
     )
@@ -274,5 +273,5 @@ def delete_changes(target: DataFrame, spec: DeleteSpec, columns: list[str]) -> R
     cond = F.expr(spec.where) if spec.where else F.lit(True)
     staged = target.filter(cond).select(FILE_COL, POS_COL, F.lit(0).alias(ACTION))
     staged = staged.persist(StorageLevel.MEMORY_AND_DISK)
-    empty = target.select(*[F.col(f"`{c}`") for c in columns]).limit(0)
+    empty = select_columns(target, columns).limit(0)
     return RowChanges(staged, staged.select(FILE_COL, POS_COL), empty, {0: "delete"})

@@ -21,6 +21,7 @@ from pyiceberg.schema import Schema
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from rowops.exec.compat import select_columns
 from rowops.exec.deletion_vectors import deletion_vector_positions
 from rowops.exec.equality_deletes import apply_equality_deletes
 from rowops.exec.file_reads import (
@@ -115,7 +116,7 @@ def scan(
     dirty = [f for f in targets if index.deletes_on(f)]
     touched = {f.path for f in dirty}
     clean = [f for f in targets if f.path not in touched]
-    columns = [f"`{f.name}`" for f in schema.fields] + ([FILE_COL, POS_COL] if row_ids else [])
+    columns = [f.name for f in schema.fields] + ([FILE_COL, POS_COL] if row_ids else [])
     parts = []
     if clean or not dirty:
         plain = (
@@ -123,9 +124,9 @@ def scan(
             if row_ids or not clean
             else read_as_stored(spark, schema, clean)
         )
-        parts.append(plain.select(*columns))
+        parts.append(select_columns(plain, columns))
     if dirty:
-        parts.append(_deleted(spark, schema, index, dirty, row_ids).select(*columns))
+        parts.append(select_columns(_deleted(spark, schema, index, dirty, row_ids), columns))
     return functools.reduce(DataFrame.unionByName, parts)
 
 

@@ -21,6 +21,7 @@ from rowops.errors import UnmatchedFileError
 from rowops.exec.arrow_deletes import tasks_key_deletes
 from rowops.exec.arrow_rewrite import absorbs_updates, arrow_eligible, attach_small_files, rewrite_positions
 from rowops.exec.changes import RowChanges
+from rowops.exec.compat import select_columns
 from rowops.exec.equality_deletes import equality_deleted_positions
 from rowops.exec.file_reads import FILE_COL, POS_COL, file_uris
 from rowops.exec.literal_frames import literal_frame
@@ -150,9 +151,9 @@ def merge_candidates(files: TableFiles, touched: set[str], read_weight: float) -
 
 def _survivors(ctx: WriteContext, removed: DataFrame, targets: Sequence[LiveFile]) -> DataFrame:
     """The rows of ``targets`` that stay (deletes applied, removed positions dropped)."""
-    columns = [f"`{c.name}`" for c in ctx.metadata.schema().fields]
+    columns = [c.name for c in ctx.metadata.schema().fields]
     rows = scan(ctx.spark, ctx.metadata.schema(), ctx.files, data_files=targets, row_ids=True)
-    return rows.join(removed, [FILE_COL, POS_COL], "left_anti").select(*columns)
+    return select_columns(rows.join(removed, [FILE_COL, POS_COL], "left_anti"), columns)
 
 
 def _replaced(ctx: WriteContext, paths: set[str]) -> Written:
@@ -426,8 +427,8 @@ def _new_rows_elsewhere(
         return changes.new_rows, new_count
     uris = file_uris(ctx.spark, [f for f in ctx.files.data if f.path in absorbed])
     names = literal_frame(ctx.spark, [(u,) for u in uris.values()], [(FILE_COL, "string")])
-    columns = [f"`{f.name}`" for f in ctx.metadata.schema().fields]
-    rest = changes.new_rows_at.join(F.broadcast(names), FILE_COL, "left_anti").select(*columns)
+    columns = [f.name for f in ctx.metadata.schema().fields]
+    rest = select_columns(changes.new_rows_at.join(F.broadcast(names), FILE_COL, "left_anti"), columns)
     if new_count is not None and "delete" not in changes.kinds.values():
         new_count -= sum(counts.get(p, 0) for p in absorbed)
     return rest, new_count

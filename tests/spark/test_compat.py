@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from rowops.exec.compat import default_parallelism, explain_text
+from rowops.exec.compat import default_parallelism, explain_text, parquet_files, select_columns
 from rowops.exec.stats import UNKNOWN_SIZE, plan_bytes
 from rowops.meta.hadoop_uri import qualified_uri
-from rowops.meta.paths import to_uri
+from rowops.meta.paths import spark_uri, to_uri
 
 ROOT = Path(__file__).resolve().parents[2]
 PRIVATE = re.compile(r"_jvm|_jsc|_jdf|sparkContext|\.rdd\b|py4j")
@@ -91,3 +91,50 @@ def test_explain_text_captures_only_its_own_thread(spark, capsys) -> None:  # ty
     assert all("Range" in text and "chatter" not in text for text in texts)
     assert "chatter" in capsys.readouterr().out
     assert sys.stdout is not None and "_ThreadCapture" not in type(sys.stdout).__name__
+
+
+ODD_COLUMNS = ["a.b", "c`d", "e f", "é", "_file", "x"]
+
+
+def _round_trips(spark, build):  # type: ignore[no-untyped-def]
+    """What ``build()`` returns and the Py4J round trips it made."""
+    from py4j.clientserver import ClientServerConnection
+
+    calls = []
+    original = ClientServerConnection.send_command
+
+    def counting(self, command):  # type: ignore[no-untyped-def]
+        calls.append(command)
+        return original(self, command)
+
+    ClientServerConnection.send_command = counting  # type: ignore[method-assign]
+    try:
+        return build(), len(calls)
+    finally:
+        ClientServerConnection.send_command = original  # type: ignore[method-assign]
+
+
+def test_select_columns_is_select_by_exact_names(spark) -> None:  # type: ignore[no-untyped-def]
+    df = spark.createDataFrame([(1, 2, 3, 4, 5, 6)], [f"`{c}`" for c in ODD_COLUMNS]).toDF(*ODD_COLUMNS)
+    wanted = ["x", "a.b", "é", "c`d", "e f"]
+    picked = select_columns(df, wanted)
+    assert picked.columns == wanted
+    assert picked.collect()[0] == (6, 1, 4, 2, 3)
+    assert select_columns(df, ["c`d"]).collect()[0] == (2,)  # one name: the public call
+
+
+def test_long_lists_reach_the_jvm_in_a_few_round_trips(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    names = [f"c{i}" for i in range(200)]
+    df = spark.range(1).selectExpr(*[f"id + {i} AS c{i}" for i in range(200)])
+    select_columns(df, names[:2])  # the JVM helpers are looked up once per JVM
+    picked, trips = _round_trips(spark, lambda: select_columns(df, names[::-1]))
+    assert picked.columns == names[::-1] and trips < 15
+    paths = []
+    for i in range(40):
+        path = tmp_path / f"p {i},%.parquet"
+        spark.range(i, i + 1).coalesce(1).write.parquet(str(path))
+        paths.append(spark_uri(str(path)))
+    reader = spark.read.schema("id long")
+    read, trips = _round_trips(spark, lambda: parquet_files(spark, reader, paths))
+    assert sorted(r.id for r in read.collect()) == list(range(40))
+    assert trips < 15, "one round trip per path would be 40 or more"
