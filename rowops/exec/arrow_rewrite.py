@@ -57,8 +57,9 @@ from rowops.exec.compat import default_parallelism
 from rowops.exec.equality_deletes import needs_partition_scope
 from rowops.exec.file_reads import FILE_COL, POS_COL, file_uris
 from rowops.exec.literal_frames import literal_frame
+from rowops.exec.store_assignment import stored_columns
 from rowops.exec.types import to_spark_type
-from rowops.exec.write import read_footers, stored_columns
+from rowops.exec.write import read_footers
 from rowops.meta.defaults import initial_defaults
 from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.fileio import make_io

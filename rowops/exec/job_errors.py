@@ -18,7 +18,7 @@ from rowops.errors import (
     ValueOutOfRangeError,
 )
 from rowops.exec.compat import JOB_ERRORS
-from rowops.exec.write import NULL_MARKER, OUT_OF_RANGE_MARKER
+from rowops.exec.store_assignment import NULL_MARKER, OUT_OF_RANGE_MARKER
 
 _PYTHON_ERROR = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
 

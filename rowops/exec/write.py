@@ -33,19 +33,16 @@ from rowops.errors import WriteVerificationError, is_cleanable
 from rowops.exec.deletion_vectors import write_deletion_vectors, writes_deletion_vectors
 from rowops.exec.file_reads import FILE_COL, POS_COL, file_uris
 from rowops.exec.listing import DRIVER_LISTING
-from rowops.exec.nested import NESTED, conform, null_violations
 from rowops.exec.nested_ids import add_element_ids, needs_element_ids
 from rowops.exec.session import session_conf
 from rowops.exec.stats import UNKNOWN_SIZE, plan_bytes
+from rowops.exec.store_assignment import typed_rows
 from rowops.exec.transforms import hidden_names, parse_partition_dirs, partition_value, source_column
-from rowops.exec.types import FIELD_ID_KEY, to_spark_type, writable
-from rowops.exec.validation import widens
+from rowops.exec.types import FIELD_ID_KEY
 from rowops.meta.fileio import read_footer, remove_tree
 from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, WrittenFile
 from rowops.meta.paths import from_hadoop_uri, join, normalize_path, parent, relative, spark_uri
 
-NULL_MARKER = "ROWOPS_NULL_IN_REQUIRED_COLUMN"
-OUT_OF_RANGE_MARKER = "ROWOPS_VALUE_OUT_OF_RANGE"
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
 _FILE_INDEX = "data_file_index"
 _LITERAL_FILES = 32  # position deletes of up to this many data files find their file in literal maps
@@ -187,82 +184,6 @@ def save(
     return [(path, rel, footers[path]) for path, rel in found]
 
 
-def _stored(name: str, source: T.DataType | None, target: T.DataType) -> Column:
-    """Column ``name`` cast to ``target`` by Spark's ANSI store assignment: a value that does not fit
-    (numeric overflow, NaN into a decimal) raises instead of becoming NULL, whatever the session's
-    ``spark.sql.ansi.enabled`` (``try_cast`` gives NULL for exactly those values)."""
-    col = F.col(f"`{name}`")
-    if isinstance(target, NESTED):  # struct fields matched by name; nested NULLs checked by the caller
-        return conform(col, source, target).cast(writable(target))
-    if source is None or widens(source, target):
-        return col.cast(target)
-    quoted = name.replace("`", "``")
-    stored = F.expr(f"try_cast(`{quoted}` AS {target.simpleString()})")
-    message = F.concat(
-        F.lit(f"{OUT_OF_RANGE_MARKER}: column {name} ({source.simpleString()} -> {target.simpleString()}): "),
-        col.cast("string"),
-    )
-    return F.when(col.isNotNull() & stored.isNull(), F.raise_error(message)).otherwise(stored)
-
-
-def _types_by_name(source: T.StructType | None) -> dict[str, T.DataType]:
-    """Source column types by name, also under the lower-cased name when that is unambiguous: Spark
-    resolves ``col("ID")`` to a column ``id`` unless ``spark.sql.caseSensitive`` is on (and then the
-    select fails before any type matters)."""
-    if source is None:
-        return {}
-    exact = {f.name: f.dataType for f in source.fields}
-    lowered: dict[str, list[T.DataType]] = {}
-    for f in source.fields:
-        lowered.setdefault(f.name.lower(), []).append(f.dataType)
-    return {**{k: v[0] for k, v in lowered.items() if len(v) == 1}, **exact}
-
-
-def _typed_columns(schema: Schema, source: T.StructType | None = None) -> list[Column]:
-    """Table columns stored in their Spark types, with field ids and NULL checks on required columns.
-
-    Args:
-        schema: the columns to write.
-        source: the incoming rows' schema; casts that may not fit get a run-time check.
-    """
-    types = _types_by_name(source)
-    identifier = set(schema.identifier_field_ids)
-    columns = []
-    for f in schema.fields:
-        col = _stored(f.name, types.get(f.name, types.get(f.name.lower())), to_spark_type(f.field_type))
-        checks = [(f.name, col.isNull())] if f.required else []
-        checks += null_violations(col, f.field_type, f.name)  # required fields inside it: s.c1, a.element
-        for path, violated in reversed(checks):
-            kind = " (an identifier field)" if f.field_id in identifier else ""
-            prefix = F.lit(f"{NULL_MARKER}: column {path} is declared NOT NULL{kind}; offending row: ")
-            col = F.when(violated, F.raise_error(F.concat(prefix, _row_hint(schema)))).otherwise(col)
-        columns.append(col.alias(f.name, metadata={FIELD_ID_KEY: f.field_id}))
-    return columns
-
-
-def stored_columns(df: DataFrame, schema: Schema) -> list[Column]:
-    """``df``'s columns of ``schema`` as every writer stores them: cast by store assignment, NOT NULL
-    and range checked, with field ids (for rows written by other means than :func:`write_rows`)."""
-    return _typed_columns(schema, df.schema)
-
-
-def _row_hint(schema: Schema) -> Column:
-    """``k=5, g=2``: the row's key (identifier columns; without a key, its first three columns), for
-    the error that names a NULL written to a required column."""
-    names = [schema.find_column_name(i) or "" for i in schema.identifier_field_ids] or [
-        f.name for f in schema.fields[:3]
-    ]
-    return F.concat_ws(
-        ", ",
-        *[
-            F.concat(
-                F.lit(f"{n}="), F.coalesce(F.col(f"`{n.replace('`', '``')}`").cast("string"), F.lit("NULL"))
-            )
-            for n in names
-        ],
-    )
-
-
 def _target_size(metadata: TableMetadata) -> int:
     return int(metadata.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE))
 
@@ -301,7 +222,7 @@ def write_rows(
             column of its fields must be among ``schema``'s columns.
     """
     spec = spec if spec is not None else metadata.spec()
-    typed = df.select(*_typed_columns(schema, df.schema))
+    typed = typed_rows(df, schema)
     hidden = hidden_names(spec, metadata.schema())
     order = list(sort)
     writer_df = typed
