@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rowops.exec.compat import default_parallelism, explain_text, parquet_files, select_columns
+from rowops.exec.compat import default_parallelism, explain_text, parquet_files, select_columns, with_metadata
 from rowops.exec.stats import UNKNOWN_SIZE, plan_bytes
 from rowops.meta.hadoop_uri import qualified_uri
 from rowops.meta.paths import spark_uri, to_uri
@@ -138,3 +138,15 @@ def test_long_lists_reach_the_jvm_in_a_few_round_trips(spark, tmp_path: Path) ->
     read, trips = _round_trips(spark, lambda: parquet_files(spark, reader, paths))
     assert sorted(r.id for r in read.collect()) == list(range(40))
     assert trips < 15, "one round trip per path would be 40 or more"
+
+
+def test_with_metadata_reaches_the_parquet_files(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import pyarrow.parquet as pq
+
+    df = spark.range(2).selectExpr("id AS `a.b`", "CAST(id AS string) AS `c``d`", "id * 2 AS x")
+    tagged = with_metadata(df, [("c`d", {"parquet.field.id": 7}), ("a.b", {"parquet.field.id": 3})])
+    assert tagged.columns == ["c`d", "a.b"]
+    tagged.coalesce(1).write.parquet(str(tmp_path / "out"))
+    (written,) = [p for p in (tmp_path / "out").iterdir() if p.suffix == ".parquet"]
+    schema = pq.read_schema(written)
+    assert [(f.name, f.metadata[b"PARQUET:field_id"]) for f in schema] == [("c`d", b"7"), ("a.b", b"3")]
