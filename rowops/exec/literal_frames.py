@@ -28,6 +28,15 @@ def sql_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def sql_identifier(name: str) -> str:
+    """``name`` as a Spark SQL identifier: back-quoted, back quotes doubled (a dot stays in the name).
+
+    >>> print(sql_identifier("a.b`c"))
+    `a.b``c`
+    """
+    return "`" + name.replace("`", "``") + "`"
+
+
 def sql_value(value: Value) -> str:
     """A Python string, int or None as a Spark SQL literal.
 

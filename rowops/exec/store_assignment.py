@@ -15,12 +15,13 @@ column (``Column.cast`` looks the session up, and so does every ``F`` function),
 from __future__ import annotations
 
 from pyiceberg.schema import Schema
+from pyiceberg.types import NestedField
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from rowops.exec.compat import select_exprs, with_metadata
-from rowops.exec.literal_frames import sql_string
+from rowops.exec.literal_frames import sql_identifier, sql_string
 from rowops.exec.nested import NESTED, conform, null_violations
 from rowops.exec.types import FIELD_ID_KEY, to_spark_type, writable
 from rowops.exec.validation import widens
@@ -35,9 +36,10 @@ def typed_rows(df: DataFrame, schema: Schema) -> DataFrame:
     if any(isinstance(t, NESTED) for t in targets):
         return df.select(*stored_columns(df, schema))
     types = _types_by_name(df.schema)
+    identifier, hint = set(schema.identifier_field_ids), _row_hint(schema)
     exprs = [
-        f"{_typed_sql(schema, f.name, f.required, types.get(f.name, types.get(f.name.lower())), t)}"
-        f" AS {_quoted(f.name)}"
+        _typed_sql(f, types.get(f.name, types.get(f.name.lower())), t, f.field_id in identifier, hint)
+        + f" AS {sql_identifier(f.name)}"
         for f, t in zip(schema.fields, targets, strict=True)
     ]
     typed = select_exprs(df, exprs)
@@ -62,16 +64,12 @@ def stored_columns(df: DataFrame, schema: Schema) -> list[Column]:
     return columns
 
 
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def _stored(name: str, source: T.DataType | None, target: T.DataType) -> Column:
     """Column ``name`` cast to ``target`` by Spark's ANSI store assignment: a value that does not fit
     (numeric overflow, NaN into a decimal) raises instead of becoming NULL, whatever the session's
     ``spark.sql.ansi.enabled`` (``try_cast`` gives NULL for exactly those values)."""
     if isinstance(target, NESTED):  # struct fields matched by name; nested NULLs checked by the caller
-        return conform(F.col(_quoted(name)), source, target).cast(writable(target))
+        return conform(F.col(sql_identifier(name)), source, target).cast(writable(target))
     return F.expr(_stored_sql(name, source, target))
 
 
@@ -81,7 +79,7 @@ def _stored_sql(name: str, source: T.DataType | None, target: T.DataType) -> str
     >>> print(_stored_sql("a`b", T.IntegerType(), T.LongType()))
     CAST(`a``b` AS bigint)
     """
-    col, to = _quoted(name), target.simpleString()
+    col, to = sql_identifier(name), target.simpleString()
     if source is None or widens(source, target):
         return f"CAST({col} AS {to})"
     stored = f"try_cast({col} AS {to})"
@@ -91,16 +89,16 @@ def _stored_sql(name: str, source: T.DataType | None, target: T.DataType) -> str
 
 
 def _typed_sql(
-    schema: Schema, name: str, required: bool, source: T.DataType | None, target: T.DataType
+    field: NestedField, source: T.DataType | None, target: T.DataType, is_identifier: bool, hint: str
 ) -> str:
-    """A primitive column as stored, as SQL text: cast, and NULL-checked when ``required``."""
-    stored = _stored_sql(name, source, target)
-    if not required:
+    """A primitive column as stored, as SQL text: cast, and NULL-checked when the field is required
+    (the error names the row by ``hint``, :func:`_row_hint`)."""
+    stored = _stored_sql(field.name, source, target)
+    if not field.required:
         return stored
-    field = schema.find_field(name)
-    kind = " (an identifier field)" if field.field_id in set(schema.identifier_field_ids) else ""
-    prefix = sql_string(f"{NULL_MARKER}: column {name} is declared NOT NULL{kind}; offending row: ")
-    fail = f"raise_error(concat({prefix}, {_row_hint(schema)}))"
+    kind = " (an identifier field)" if is_identifier else ""
+    prefix = sql_string(f"{NULL_MARKER}: column {field.name} is declared NOT NULL{kind}; offending row: ")
+    fail = f"raise_error(concat({prefix}, {hint}))"
     return f"CASE WHEN ({stored}) IS NULL THEN {fail} ELSE ({stored}) END"
 
 
@@ -128,5 +126,7 @@ def _row_hint(schema: Schema) -> str:
     names = [schema.find_column_name(i) or "" for i in schema.identifier_field_ids] or [
         f.name for f in schema.fields[:3]
     ]
-    parts = [f"concat({sql_string(n + '=')}, coalesce(CAST({_quoted(n)} AS string), 'NULL'))" for n in names]
+    parts = [
+        f"concat({sql_string(n + '=')}, coalesce(CAST({sql_identifier(n)} AS string), 'NULL'))" for n in names
+    ]
     return f"concat_ws(', ', {', '.join(parts)})"
