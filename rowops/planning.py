@@ -151,7 +151,7 @@ def _plan(
         with spark_errors(describe(spec)):
             partitions = sorted({f.partition for f in files.data}, key=repr)
             check = strategy in ("auto", EQUALITY_DELETE)  # keys_unique: no separate key check
-            keyed = scan_source_keys(source, keys, loaded.metadata, partitions, check, small, measure=small)
+            keyed = scan_source_keys(source, keys, loaded.metadata, partitions, check, small, measure=True)
         assert isinstance(spec, MergeSpec)
         if not spec.of("not_matched_by_source") and _runtime_filter(loaded):
             kept = {

@@ -17,7 +17,7 @@ Spark's way (``strategies.rewrite_files``: scan with row ids, anti-join, the Dat
 updated rows written apart) converts every value to Spark's rows and back and writes through
 parquet-mr; here the file goes from Parquet to Arrow batches and back to Parquet in pyarrow, on the
 executors (the driver sees paths and counts only). The new versions are typed by Spark as every
-writer types them (``write.stored_columns``: store-assignment casts, NOT NULL and range checks,
+writer types them (``store_assignment.stored_sql``: store-assignment casts, NOT NULL and range checks,
 raised in the job before any file is committed) and cast to the file's Arrow types in the task.
 
 Columns are matched by Iceberg field id and written under the current schema's names and types
@@ -47,17 +47,18 @@ import pyarrow as pa
 from pyiceberg.io import FileIO
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.types import PrimitiveType
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rowops.errors import WriteVerificationError
 from rowops.exec.arrow_deletes import DeletedKeys, KeyDeletes
 from rowops.exec.arrow_files import Erase, NewRows, ParquetSink, copy_file, target_schema, writer_options
-from rowops.exec.compat import default_parallelism
+from rowops.exec.compat import default_parallelism, select_columns, select_exprs
 from rowops.exec.equality_deletes import needs_partition_scope
 from rowops.exec.file_reads import FILE_COL, POS_COL, file_uris
 from rowops.exec.literal_frames import literal_frame
-from rowops.exec.store_assignment import stored_columns
+from rowops.exec.placement import groups_cost, task_keys
+from rowops.exec.store_assignment import stored_sql
 from rowops.exec.types import to_spark_type
 from rowops.exec.write import read_footers
 from rowops.meta.defaults import initial_defaults
@@ -69,7 +70,7 @@ from rowops.meta.paths import join
 ENABLED_PROPERTY = "rowops.rewrite.arrow.enabled"
 _OUT_SCHEMA = "idx int, written string, rows long"
 # the rows of a rewrite: (file index, position, what to do there, path, values of the table's columns)
-_IDX, _OP, _PATH, _GRP = "_rw_idx", "_rw_op", "_rw_path", "_rw_group"
+_IDX, _OP, _PATH, _GRP, _TASK = "_rw_idx", "_rw_op", "_rw_path", "_rw_group", "_rw_task"
 _FILE, _DROP, _REPLACE = 0, 1, 2  # one row per file (position -1, its path); drop; new version
 _OUT_ARROW = pa.schema([("idx", pa.int32()), ("written", pa.string()), ("rows", pa.int64())])
 
@@ -131,28 +132,38 @@ def rewrite_positions(
     """
     uris = file_uris(spark, targets)
     group = _groups(targets, into or {})
+    # one task per core, the groups spread over them by bytes (``exec/placement.py``): hashing group
+    # ids left tasks of no file beside tasks of four, and each task costs ~0.2 s to start
+    tasks = max(1, min(len(set(group)), default_parallelism(spark)))
+    keys = task_keys(groups_cost(group, [f.size for f in targets]), tasks)
     names = literal_frame(
         spark,
-        [(uris[f.path], i, f.path, group[i]) for i, f in enumerate(targets)],
-        [(FILE_COL, "string"), (_IDX, "int"), (_PATH, "string"), (_GRP, "int")],
+        [(uris[f.path], i, f.path, group[i], keys[group[i]]) for i, f in enumerate(targets)],
+        [(FILE_COL, "string"), (_IDX, "int"), (_PATH, "string"), (_GRP, "int"), (_TASK, "int")],
     )
-    fields = metadata.schema().fields
-    nulls = [F.lit(None).cast(to_spark_type(f.field_type)).alias(f"_c{i}") for i, f in enumerate(fields)]
-    ids = F.broadcast(names.select(FILE_COL, _IDX, _GRP))
-    head: list[Column | str] = [_IDX, F.lit(-1).cast("long").alias(POS_COL), F.lit(_FILE).alias(_OP), _PATH]
-    rows = names.select(*head, *nulls, _GRP)
-    drops = dropped.join(ids, FILE_COL)
-    rows = rows.unionByName(drops.select(_IDX, POS_COL, F.lit(_DROP).alias(_OP), _no_path(), *nulls, _GRP))
+    # SQL text in one piece (``compat.select_exprs``): the tables rewritten here have primitive columns
+    types = [to_spark_type(f.field_type).simpleString() for f in metadata.schema().fields]
+    nulls = [f"CAST(NULL AS {t}) AS _c{i}" for i, t in enumerate(types)]
+    no_path, tail = f"CAST(NULL AS string) AS {_PATH}", [_GRP, _TASK]
+    ids = F.broadcast(select_columns(names, [FILE_COL, _IDX, _GRP, _TASK]))
+    head = [_IDX, f"CAST(-1 AS bigint) AS {POS_COL}", f"{_FILE} AS {_OP}", _PATH]
+    rows = select_exprs(names, [*head, *nulls, *tail])
+    drops = select_exprs(
+        dropped.join(ids, FILE_COL), [_IDX, POS_COL, f"{_DROP} AS {_OP}", no_path, *nulls, *tail]
+    )
+    rows = rows.unionByName(drops)
     if replaced is not None:
         new = replaced.join(ids, FILE_COL)
-        values = [c.alias(f"_c{i}") for i, c in enumerate(stored_columns(new, metadata.schema()))]
-        marked: list[Column | str] = [_IDX, POS_COL, F.lit(_REPLACE).alias(_OP), _no_path()]
-        rows = rows.unionByName(new.select(*marked, *values, _GRP))
-    tasks = max(1, min(len(set(group)), 4 * default_parallelism(spark)))
+        stored = stored_sql(new, metadata.schema())
+        assert stored is not None, "arrow_eligible keeps tables of primitive columns only"
+        values = [f"{e} AS _c{i}" for i, e in enumerate(stored)]
+        rows = rows.unionByName(
+            select_exprs(new, [_IDX, POS_COL, f"{_REPLACE} AS {_OP}", no_path, *values, *tail])
+        )
     deletes = [list((keyed or {}).get(f.path, ())) for f in targets]
     task = _rewrite_task(dict(io.properties), metadata, directory, group, deletes)
     # a group's rows together, each file's in a run, by position
-    grouped = rows.repartition(tasks, _GRP).sortWithinPartitions(_GRP, _IDX, POS_COL).drop(_GRP)
+    grouped = rows.repartition(tasks, _TASK).sortWithinPartitions(_GRP, _IDX, POS_COL).drop(_GRP, _TASK)
     out = grouped.mapInArrow(task, _OUT_SCHEMA)
     results = {int(r["idx"]): (r["written"], int(r["rows"])) for r in out.collect()}
     return _verified(targets, results, io)
@@ -212,10 +223,6 @@ def _pack(rewritten: Sequence[LiveFile], small: Sequence[LiveFile], capacity: in
     for f in sorted(small, key=lambda f: f.size):
         place(f, host_if_none=False)
     return attached
-
-
-def _no_path() -> Column:
-    return F.lit(None).cast("string").alias(_PATH)
 
 
 def _verified(

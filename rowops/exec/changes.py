@@ -20,13 +20,15 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from rowops.exec.compat import select_columns
+from rowops.exec import merge_sql
+from rowops.exec.compat import is_connect, select_columns, select_exprs
 from rowops.exec.file_reads import FILE_COL, POS_COL
+from rowops.exec.literal_frames import sql_identifier
 from rowops.exec.nested import nested_assignments, with_fields
 from rowops.spec.operations import DeleteSpec, MergeClause, MergeSpec, UpdateSpec
 
 ACTION, MATCHED = "_action", "_matched"
-_T_ROW, _S_ROW, _S_ID, _S_KEY = "_t_present", "_s_present", "_s_id", "_s_key_"
+_T_ROW, _S_ROW, _S_ID, _S_KEY = merge_sql.T_ROW, merge_sql.S_ROW, "_s_id", "_s_key_"
 
 
 @dataclass
@@ -83,10 +85,17 @@ def _value(clause: MergeClause, column: str, columns: list[str]) -> Column:
     return with_fields(F.col(f"t.`{column}`"), fields)  # SET s.c1 = ...: the struct rebuilt
 
 
-def _staged(
-    joined: DataFrame, spec: MergeSpec, columns: list[str], keep: tuple[Column, ...] = ()
-) -> DataFrame:
-    """Per joined row: row id, the index of the first applicable WHEN clause, and the new values."""
+def _staged(joined: DataFrame, spec: MergeSpec, columns: list[str], keep: tuple[str, ...] = ()) -> DataFrame:
+    """Per joined row: row id, the index of the first applicable WHEN clause, and the new values.
+
+    ``keep``: SQL expressions of more columns to keep (source keys or row ids). On classic PySpark the
+    projection is SQL text handed over in one piece (``exec/merge_sql.py``); on Spark Connect, or
+    when a field inside a struct is set, it is built from ``Column`` objects.
+    """
+    head = [f"t.{FILE_COL} AS {FILE_COL}", f"t.{POS_COL} AS {POS_COL}", ACTION, _T_ROW, _S_ROW, *keep]
+    values = None if is_connect(joined) else merge_sql.new_values(spec, ACTION, columns)
+    if values is not None:
+        return select_exprs(joined.withColumn(ACTION, F.expr(merge_sql.action(spec))), [*head, *values])
     action: Column = F.lit(-1)
     for index in reversed(range(len(spec.clauses))):
         action = F.when(_clause_applies(spec.clauses[index]), F.lit(index)).otherwise(action)
@@ -97,15 +106,7 @@ def _staged(
         for i in producing:
             value = F.when(F.col(ACTION) == i, _value(spec.clauses[i], column, columns)).otherwise(value)
         new_values.append(value.alias(column))
-    return joined.withColumn(ACTION, action).select(
-        F.col(f"t.{FILE_COL}").alias(FILE_COL),
-        F.col(f"t.{POS_COL}").alias(POS_COL),
-        ACTION,
-        F.col(_T_ROW),
-        F.col(_S_ROW),
-        *keep,
-        *new_values,
-    )
+    return joined.withColumn(ACTION, action).select(*[F.expr(h) for h in head], *new_values)
 
 
 def _unmatched_source(s: DataFrame, matched_part: DataFrame, spec: MergeSpec, small: bool) -> DataFrame:
@@ -155,9 +156,9 @@ def _join_slices(
     """
     how = "left_outer" if spec.of("not_matched_by_source") else "inner"
     if spec.on_columns is None:
-        keep: tuple[Column, ...] = (F.col(_S_ID),)
+        keep: tuple[str, ...] = (_S_ID,)
     else:
-        keep = tuple(F.col(f"s.`{c}`").alias(f"{_S_KEY}{i}") for i, c in enumerate(spec.on_columns))
+        keep = tuple(f"s.{sql_identifier(c)} AS {_S_KEY}{i}" for i, c in enumerate(spec.on_columns))
     parts = []
     for piece in slices:
         source = piece.source.withColumn(_S_ROW, F.lit(True))

@@ -32,18 +32,28 @@ OUT_OF_RANGE_MARKER = "ROWOPS_VALUE_OUT_OF_RANGE"
 
 def typed_rows(df: DataFrame, schema: Schema) -> DataFrame:
     """``df``'s columns of ``schema``, in its order, as every writer stores them (see the module)."""
+    stored = stored_sql(df, schema)
+    if stored is None:
+        return df.select(*stored_columns(df, schema))
+    typed = select_exprs(
+        df, [f"{e} AS {sql_identifier(f.name)}" for e, f in zip(stored, schema.fields, strict=True)]
+    )
+    return with_metadata(typed, [(f.name, {FIELD_ID_KEY: f.field_id}) for f in schema.fields])
+
+
+def stored_sql(df: DataFrame, schema: Schema) -> list[str] | None:
+    """SQL text of ``df``'s columns of ``schema`` as every writer stores them, field ids aside (those
+    are column metadata, :func:`typed_rows`); None when a column is nested (``Column`` expressions
+    type those, :func:`stored_columns`)."""
     targets = [to_spark_type(f.field_type) for f in schema.fields]
     if any(isinstance(t, NESTED) for t in targets):
-        return df.select(*stored_columns(df, schema))
+        return None
     types = _types_by_name(df.schema)
     identifier, hint = set(schema.identifier_field_ids), _row_hint(schema)
-    exprs = [
+    return [
         _typed_sql(f, types.get(f.name, types.get(f.name.lower())), t, f.field_id in identifier, hint)
-        + f" AS {sql_identifier(f.name)}"
         for f, t in zip(schema.fields, targets, strict=True)
     ]
-    typed = select_exprs(df, exprs)
-    return with_metadata(typed, [(f.name, {FIELD_ID_KEY: f.field_id}) for f in schema.fields])
 
 
 def stored_columns(df: DataFrame, schema: Schema) -> list[Column]:

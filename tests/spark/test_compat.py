@@ -9,8 +9,11 @@ import threading
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from rowops.exec.compat import default_parallelism, explain_text, parquet_files, select_columns, with_metadata
+from rowops.exec.placement import partition_keys, spark_hash_int
 from rowops.exec.stats import UNKNOWN_SIZE, plan_bytes
 from rowops.meta.hadoop_uri import qualified_uri
 from rowops.meta.paths import spark_uri, to_uri
@@ -150,3 +153,16 @@ def test_with_metadata_reaches_the_parquet_files(spark, tmp_path: Path) -> None:
     (written,) = [p for p in (tmp_path / "out").iterdir() if p.suffix == ".parquet"]
     schema = pq.read_schema(written)
     assert [(f.name, f.metadata[b"PARQUET:field_id"]) for f in schema] == [("c`d", b"7"), ("a.b", b"3")]
+
+
+def test_rows_land_in_the_partition_placement_chose(spark: SparkSession) -> None:
+    """``exec/placement.py`` computes Spark's partitioning hash without the JVM: it must agree with
+    the SQL ``hash`` and with ``repartition(n, key)``, else rewrite tasks are unbalanced again."""
+    values = [0, 1, -1, -7, 12345, 2**31 - 1, -(2**31)]
+    hashed = spark.range(1).select(*[F.hash(F.lit(v).cast("int")) for v in values]).collect()[0]
+    assert list(hashed) == [spark_hash_int(v) for v in values]
+    for n in (1, 2, 3, 5, 8, 16):
+        keys = partition_keys(n)
+        frame = spark.createDataFrame([(k,) for k in keys], "k int").repartition(n, "k")
+        placed = {r["k"]: r["p"] for r in frame.select("k", F.spark_partition_id().alias("p")).collect()}
+        assert placed == {k: t for t, k in enumerate(keys)}

@@ -5,6 +5,7 @@ blocks are restored to the session's own value."""
 
 from __future__ import annotations
 
+import importlib
 import threading
 
 import pytest
@@ -90,3 +91,13 @@ def test_writes_keep_the_callers_job_properties(spark: SparkSession) -> None:
 
 def test_the_profiler_turns_the_same_setting_off() -> None:
     assert bench_profile.CONCURRENT_CONF == CONCURRENT_CONF
+
+
+def test_every_function_the_profiler_times_exists() -> None:
+    """A renamed or moved rowops function must not break ``make bench``'s profile phase."""
+    for module, attr in bench_profile.PROFILE_TARGETS:
+        owner: object = importlib.import_module(module)
+        for part in attr.split("."):
+            assert hasattr(owner, part), f"{module}.{attr}"
+            owner = getattr(owner, part)
+        assert callable(owner), f"{module}.{attr}"
