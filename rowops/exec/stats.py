@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from rowops.exec.compat import explain_text
+from rowops.exec.literal_frames import sql_identifier
 from rowops.exec.session import int_conf
 
 _DEFAULT_SIZES: list[tuple[type[T.DataType], int]] = [
@@ -193,7 +194,7 @@ def arrow_row_bytes(schema: T.StructType) -> str | None:
     """
     terms = []
     for f in schema.fields:
-        name = "`" + f.name.replace("`", "``") + "`"
+        name = sql_identifier(f.name)
         if isinstance(f.dataType, (T.StringType, T.BinaryType)):
             terms.append(f"(coalesce(octet_length({name}), 0) + 4)")
             continue

@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from rowops.errors import CorruptLakeError
+from rowops.exec.literal_frames import sql_identifier
 from rowops.meta.tables import struct_path
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -147,7 +148,7 @@ def source_column(schema: Schema, source_id: int) -> Column:
     path = struct_path(schema, source_id)
     if path is None:
         raise ValueError(f"field {source_id} is not a column or a field of a struct")
-    return F.col(".".join("`" + part.replace("`", "``") + "`" for part in path))
+    return F.col(".".join(sql_identifier(part) for part in path))
 
 
 def partition_value(field: PartitionField, schema: Schema) -> Column:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from rowops.catalog.batches import BatchIndex
 from rowops.errors import BatchAlreadyCommittedError, PipelineConfigError, PipelineSourceError
 from rowops.exec import changefeed
+from rowops.exec.literal_frames import sql_identifier
 from rowops.exec.session import create_session
 from rowops.exec.source import release
 from rowops.lakehouse import Lakehouse
@@ -163,10 +164,6 @@ def target_rows(df: DataFrame, table: Table, target: TargetConfig, config: Pipel
     return changefeed.select(reduced, _target_columns(table), changefeed.OP_COLUMN)
 
 
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def merge_builder(
     table: Table, rows: DataFrame, target: TargetConfig, config: PipelineConfig
 ) -> MergeBuilder:
@@ -179,9 +176,13 @@ def merge_builder(
     cdc = config.source.cdc
     if cdc is None:  # the rows are exactly the table's columns: a blind upsert (any encoding)
         return builder.when_matched().update_all().when_not_matched().insert_all()
-    values = {c: f"s.{_q(c)}" for c in _target_columns(table)}
+    values = {c: f"s.{sql_identifier(c)}" for c in _target_columns(table)}
     op = f"s.{changefeed.OP_COLUMN}"
-    newer = f" AND s.{_q(cdc.order_by)} >= t.{_q(cdc.order_by)}" if cdc.order_by in values else ""
+    newer = (
+        f" AND s.{sql_identifier(cdc.order_by)} >= t.{sql_identifier(cdc.order_by)}"
+        if cdc.order_by in values
+        else ""
+    )
     return (
         builder.when_matched(f"{op} = 'delete'{newer}")
         .delete()
