@@ -21,11 +21,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from rowops.exec import merge_sql
-from rowops.exec.compat import is_connect, select_columns, select_exprs
+from rowops.exec.compat import select_columns, select_exprs
 from rowops.exec.file_reads import FILE_COL, POS_COL
 from rowops.exec.literal_frames import sql_identifier
 from rowops.exec.nested import nested_assignments, with_fields
-from rowops.spec.operations import DeleteSpec, MergeClause, MergeSpec, UpdateSpec
+from rowops.spec.operations import DeleteSpec, MergeSpec, UpdateSpec
 
 ACTION, MATCHED = "_action", "_matched"
 _T_ROW, _S_ROW, _S_ID, _S_KEY = merge_sql.T_ROW, merge_sql.S_ROW, "_s_id", "_s_key_"
@@ -67,46 +67,38 @@ def _join_type(spec: MergeSpec) -> str:
     return "right_outer" if not_matched else "inner"
 
 
-def _clause_applies(clause: MergeClause) -> Column:
-    t, s = F.col(_T_ROW).isNotNull(), F.col(_S_ROW).isNotNull()
-    where = {"matched": t & s, "not_matched": ~t & s, "not_matched_by_source": t & ~s}[clause.match]
-    return where & F.expr(clause.condition) if clause.condition else where
-
-
-def _value(clause: MergeClause, column: str, columns: list[str]) -> Column:
-    assigned = dict(clause.assignments or ())
-    if column in assigned:
-        return F.expr(assigned[column])
-    if clause.assignments is None:  # UPDATE SET * / INSERT *
-        return F.col(f"s.`{column}`")
-    if clause.action != "update":
-        return F.lit(None)
-    fields = nested_assignments(column, [(c, e) for c, e in clause.assignments if c not in columns])
-    return with_fields(F.col(f"t.`{column}`"), fields)  # SET s.c1 = ...: the struct rebuilt
+def _new_value(spec: MergeSpec, column: str, columns: list[str]) -> Column:
+    """``merge_sql.new_values`` of one column as a ``Column``, for a column a clause sets a field
+    inside (``SET s.c1 = ...``: the struct rebuilt with ``withField``)."""
+    value: Column = F.lit(None)
+    for i, clause in enumerate(spec.clauses):
+        if clause.action == "delete":
+            continue
+        text = merge_sql.clause_value(clause, column, columns)
+        if text is None:
+            fields = nested_assignments(
+                column, [(c, e) for c, e in clause.assignments or () if c not in columns]
+            )
+            branch = with_fields(F.col(f"t.{sql_identifier(column)}"), fields)
+        else:
+            branch = F.expr(text)
+        value = F.when(F.col(ACTION) == i, branch).otherwise(value)
+    return value.alias(column)
 
 
 def _staged(joined: DataFrame, spec: MergeSpec, columns: list[str], keep: tuple[str, ...] = ()) -> DataFrame:
-    """Per joined row: row id, the index of the first applicable WHEN clause, and the new values.
+    """Per joined row: row id, the index of the first applicable WHEN clause, and the new values, as
+    SQL text handed over in one piece (``exec/merge_sql.py``); a column a clause sets a field inside
+    is a ``Column`` (:func:`_new_value`).
 
-    ``keep``: SQL expressions of more columns to keep (source keys or row ids). On classic PySpark the
-    projection is SQL text handed over in one piece (``exec/merge_sql.py``); on Spark Connect, or
-    when a field inside a struct is set, it is built from ``Column`` objects.
+    ``keep``: SQL expressions of more columns to keep (source keys or row ids).
     """
     head = [f"t.{FILE_COL} AS {FILE_COL}", f"t.{POS_COL} AS {POS_COL}", ACTION, _T_ROW, _S_ROW, *keep]
-    values = None if is_connect(joined) else merge_sql.new_values(spec, ACTION, columns)
+    staged = joined.withColumn(ACTION, F.expr(merge_sql.action(spec)))
+    values = merge_sql.new_values(spec, ACTION, columns)
     if values is not None:
-        return select_exprs(joined.withColumn(ACTION, F.expr(merge_sql.action(spec))), [*head, *values])
-    action: Column = F.lit(-1)
-    for index in reversed(range(len(spec.clauses))):
-        action = F.when(_clause_applies(spec.clauses[index]), F.lit(index)).otherwise(action)
-    producing = [i for i, c in enumerate(spec.clauses) if c.action != "delete"]
-    new_values = []
-    for column in columns:
-        value: Column = F.lit(None)
-        for i in producing:
-            value = F.when(F.col(ACTION) == i, _value(spec.clauses[i], column, columns)).otherwise(value)
-        new_values.append(value.alias(column))
-    return joined.withColumn(ACTION, action).select(*[F.expr(h) for h in head], *new_values)
+        return select_exprs(staged, [*head, *values])
+    return staged.select(*[F.expr(h) for h in head], *[_new_value(spec, c, columns) for c in columns])
 
 
 def _unmatched_source(s: DataFrame, matched_part: DataFrame, spec: MergeSpec, small: bool) -> DataFrame:
