@@ -49,7 +49,7 @@ $(STAMPC): pyproject.toml
 	test -x $(PYC) || $(PYTHON) -m venv $(VENVC)
 	$(PYC) -m pip install -q --upgrade pip
 	$(PYC) -m pip install -q "pyspark-client==$(PYSPARK_CLIENT)" "pyiceberg[pyarrow]>=0.12,<0.13" \
-		"pyiceberg-core>=0.11" "pyroaring>=1.0" "sqlglot>=30,<31" "pyarrow>=16" "pandas>=2.0" "boto3>=1.35" pytest \
+		"pyiceberg-core>=0.11" "pyroaring>=1.0" "mmh3>=4" "sqlglot>=30,<31" "pyarrow>=16" "pandas>=2.0" "boto3>=1.35" pytest \
 		pytest-timeout "moto[server]>=5.2,<5.3" "duckdb==1.5.5" "duckdb-extension-iceberg==1.5.5" \
 		"duckdb-extension-avro==1.5.5" "duckdb-extension-httpfs==1.5.5"
 	touch $(STAMPC)

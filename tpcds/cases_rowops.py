@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
     from rowops.table import Table
 
+# The tiny phase's warm-up; a case warms up in its first series' mode, as the Iceberg phase does
+# (``cases_iceberg.py``): the first timed MERGE then runs warm code in both engines alike.
 WARMUP_STRATEGY = "position-delete"
 
 
@@ -129,12 +131,18 @@ def added_bytes(table: Table, before: set[str]) -> int:
 
 
 def _warmup(
-    spark: SparkSession, table: Table, base: int, batch: DataFrame, cfg: CasesConfig, tag: str
+    spark: SparkSession,
+    table: Table,
+    base: int,
+    batch: DataFrame,
+    cfg: CasesConfig,
+    tag: str,
+    strategy: str = WARMUP_STRATEGY,
 ) -> None:
     for _ in range(cfg.warmup):
         table.rollback_to(base)
-        record = timed_rowops_merge(spark, table, batch, WARMUP_STRATEGY, cfg, tag)
-        log(tag, f"warm-up ({WARMUP_STRATEGY}): {describe_run(record)}")
+        record = timed_rowops_merge(spark, table, batch, strategy, cfg, tag)
+        log(tag, f"warm-up ({strategy}): {describe_run(record)}")
     table.rollback_to(base)
 
 
@@ -177,9 +185,11 @@ def worker_rowops_case(case: int) -> Any:
         table, base = ensure_rowops_table(rowops.Lakehouse(cfg.lake_dir, spark=spark), cfg, rec, tag)
         batches = {s: spark.read.parquet(str(cfg.case_batch_dir(case, s))) for s in cfg.iteration_seeds}
         rec.set("batch_rows", {s: b.count() for s, b in batches.items()})
-        _warmup(spark, table, base, batches[cfg.iteration_seeds[0]], cfg, tag)
+        series_list = cfg.series_of(case, "rowops")
+        first = series_list[0].mode if series_list else WARMUP_STRATEGY
+        _warmup(spark, table, base, batches[cfg.iteration_seeds[0]], cfg, tag, first)
         for index in range(cfg.runs):
-            for series in cfg.series_of(case, "rowops"):
+            for series in series_list:
                 run = run_series(spark, table, base, batches, series, cfg, tag)
                 store_run(rec, series, run, index)
         table.rollback_to(base)
