@@ -7,6 +7,7 @@ changed files, add position deletes to sparsely changed ones) is one split of th
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
@@ -18,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rowops.errors import UnmatchedFileError
-from rowops.exec.arrow_deletes import tasks_key_deletes
+from rowops.exec.arrow_deletes import KeyDeletes, tasks_key_deletes
 from rowops.exec.arrow_rewrite import absorbs_updates, arrow_eligible, attach_small_files, rewrite_positions
 from rowops.exec.changes import RowChanges
 from rowops.exec.compat import select_columns
@@ -231,27 +232,43 @@ def _absorbs(ctx: WriteContext, new_rows_at: DataFrame | None) -> bool:
 
 def _rewrite_in_arrow(
     ctx: WriteContext,
-    removed: DataFrame,
+    removed: DataFrame | None,
     targets: list[LiveFile],
     index: DeleteIndex,
     updated: DataFrame | None,
     into: Mapping[str, str] | None,
+    batch: KeyDeletes | None = None,
 ) -> list[WrittenFile]:
-    """``targets`` rewritten without their removed rows and the rows their position deletes drop, with
-    the ``updated`` rows (if any) in place of their old versions; files of ``into`` go into their host's file."""
-    dropped = removed.select(FILE_COL, POS_COL)
+    """``targets`` rewritten without their removed rows (positions; or the rows of ``batch``'s keys)
+    and the rows their deletes drop, with the ``updated`` rows (if any) in place of their old
+    versions; files of ``into`` go into their host's file."""
+    dropped = [removed.select(FILE_COL, POS_COL)] if removed is not None else []
     old = position_deletes(ctx.spark, index.position_deletes_applying(targets), targets)
-    if old is not None:
-        dropped = dropped.unionByName(old)
     in_task = tasks_key_deletes(ctx.metadata.schema(), index, targets)
     rest = [f for f in targets if f.path not in in_task]
     keyed = equality_deleted_positions(ctx.spark, ctx.metadata.schema(), index, rest)
-    if keyed is not None:
-        dropped = dropped.unionByName(keyed)
+    dropped += [d for d in (old, keyed) if d is not None]
+    if batch is not None:
+        in_task = {f.path: [*in_task.get(f.path, []), batch] for f in targets}
     directory = ctx.stage.next_dir("rewrite")
-    return rewrite_positions(
-        ctx.spark, ctx.metadata, directory.io, targets, dropped, directory.key, updated, into, in_task
+    positions = (
+        functools.reduce(DataFrame.unionByName, dropped)
+        if dropped
+        else ctx.spark.createDataFrame([], f"{FILE_COL} string, {POS_COL} long")
     )
+    return rewrite_positions(
+        ctx.spark, ctx.metadata, directory.io, targets, positions, directory.key, updated, into, in_task
+    )
+
+
+def rewrite_by_key(
+    ctx: WriteContext, paths: set[str], into: Mapping[str, str], batch: KeyDeletes | None
+) -> Written:
+    """``paths`` rewritten in Arrow without the rows of ``batch``'s keys and of their deletes
+    (``exec/keyed_rewrite.py``: every file ``arrow_eligible``)."""
+    targets = [f for f in ctx.files.data if f.path in paths]
+    data = _rewrite_in_arrow(ctx, None, targets, delete_index(ctx.files), None, into, batch)
+    return Written(data=data).merge(_replaced(ctx, paths))
 
 
 def delete_positions(ctx: WriteContext, removed: DataFrame, counts: dict[str, int]) -> Written:

@@ -10,7 +10,8 @@ class OperationResult:
     """What an operation did. A count is None where the encoding cannot know it.
 
     Equality deletes, for example, never scan the target, so they cannot tell updated rows from
-    inserted ones.
+    inserted ones; nor can ``auto``'s copy-on-write that pays a read debt down for a blind upsert
+    (rewritten by key, without the MERGE join: ``exec/keyed_rewrite.py``).
     """
 
     strategy: str

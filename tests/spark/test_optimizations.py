@@ -8,10 +8,12 @@ import pytest
 from pyspark.sql import functions as F
 
 import rowops
+from rowops import operations
 from rowops.exec.cardinality import repeated_matches_bitmap, repeated_matches_groupby
 from rowops.exec.changes import matched_rows, merge_changes
 from rowops.exec.compat import explain_text
 from rowops.exec.scan import scan
+from rowops.exec.summary import summarize
 from rowops.meta.delete_index import delete_index
 from rowops.spec.operations import simple_merge_spec
 from tests.readers import assert_readers_agree
@@ -171,11 +173,9 @@ def test_bitmap_and_groupby_cardinality_checks_agree(lake, big) -> None:  # type
         changes.release()
 
 
-def test_auto_paydown_clears_the_read_debt_of_every_candidate(lake, java) -> None:  # type: ignore[no-untyped-def]
-    """Two equality-delete upserts leave deletes on the original files and on the first upsert's
-    files; a read-heavy ``auto`` MERGE that touches only original files rewrites those too (and folds
-    the small ones into its new files): afterwards no delete applies to any data file, the dangling
-    equality deletes are gone, and the rows are the upserted ones."""
+def _indebted(lake):  # type: ignore[no-untyped-def]
+    """A table whose original files and first upsert's files two equality-delete upserts left deletes
+    on, with a read weight that makes ``auto`` pay the debt down; and its expected rows."""
     expected = {k: make_row(k) for k in range(200)}
     table = lake.create_table(
         "db.t", frame(lake.spark, list(expected.values())), partition_by=["bucket(4, k)"], identifier=["k"]
@@ -186,10 +186,29 @@ def test_auto_paydown_clears_the_read_debt_of_every_candidate(lake, java) -> Non
         expected.update({r[0]: r for r in rows})
     assert table.files().equality_deletes
     table.set_properties(**{"rowops.read-weight": "1000"})
-    rows = [make_row(k, 3) for k in range(0, 200, 10)]  # original files only: no key ends in 1 or 3
-    result = rowops.merge(frame(lake.spark, rows), table, on=["k"])
+    return table, expected
+
+
+@pytest.mark.parametrize("blind", [True, False], ids=["upsert-by-key", "conditional"])
+def test_auto_paydown_clears_the_read_debt_of_every_candidate(lake, java, monkeypatch, blind) -> None:  # type: ignore[no-untyped-def]
+    """A read-heavy ``auto`` MERGE that touches only original files rewrites the first upsert's files
+    too (and folds the small ones into its new files): afterwards no delete applies to any data file,
+    the dangling equality deletes are gone, and the rows are the upserted ones.
+
+    A blind upsert on unique integer keys is rewritten by key (``exec/keyed_rewrite.py``): no MERGE
+    join, so no summary pass (and no row counts); a conditional MERGE joins, and counts."""
+    table, expected = _indebted(lake)
+    joined = []
+    monkeypatch.setattr(operations, "summarize", lambda *a, **k: joined.append(1) or summarize(*a, **k))
+    rows = [make_row(k, 3) for k in (*range(0, 200, 10), 500, 501)]  # matches original files only
+    condition = None if blind else "s.g >= 0"
+    merge = table.merge(frame(lake.spark, rows), on=["k"]).when_matched(condition).update_all()
+    result = merge.when_not_matched().insert_all().execute()
     expected.update({r[0]: r for r in rows})
     assert result.strategy == "copy-on-write"
+    assert bool(joined) != blind
+    counts = (result.rows_updated, result.rows_inserted)
+    assert counts == ((None, None) if blind else (20, 2))
     files = table.files()
     index = delete_index(files)
     assert not files.deletes and not any(index.deletes_on(f) for f in files.data)

@@ -1,0 +1,95 @@
+"""A copy-on-write of a blind upsert that needs no join: the rewrite drops the rows of the batch's keys.
+
+A copy-on-write normally joins the target with the source to find the position of every row the
+MERGE replaces, then rewrites the files holding those positions (``exec/arrow_rewrite.py``). When
+``auto`` pays a read debt down (``Decision.clears_debt``) it rewrites the candidate files anyway. For
+a blind upsert on unique keys (``UPDATE SET * / INSERT *``, what an equality delete encodes) the rows
+to replace are exactly the rows of the candidate files whose key is a source key, and the rewrite
+task can find them itself: the source rows are written as new data files first, and every rewrite
+task looks its rows' keys up in the keys of those new files (one more
+:class:`~rowops.exec.arrow_deletes.KeyDeletes`, packed into one ``long`` per key and looked up in
+sorted codes, as equality deletes are), besides the table's own deletes. No join, no summary pass,
+no shuffle of changed rows; no delete file is written: every file a source key can be in (the
+candidates: the touched partitions' files whose key bounds overlap the source's) is rewritten in the
+same commit, with the small files of the touched partitions.
+
+Only where all of that holds (:func:`keyed_copy_on_write` returns None otherwise and the caller
+joins): integer key columns whose range fits a packed code, every file to rewrite rewritable in
+Arrow. The rows updated and inserted are not counted (as for equality deletes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyiceberg.schema import Schema
+from pyiceberg.types import IntegerType, LongType
+from pyspark.sql import DataFrame
+
+from rowops.exec.arrow_deletes import MAX_CODES, KeyCodec, KeyDeletes
+from rowops.exec.arrow_rewrite import arrow_eligible
+from rowops.exec.strategies import (
+    WriteContext,
+    Written,
+    attached,
+    merge_candidates,
+    rewrite_by_key,
+    write_new_rows,
+)
+from rowops.meta.delete_index import delete_index
+from rowops.meta.files import LiveFile
+from rowops.plan.cost import worth_merging
+from rowops.plan.pruning import KeyRanges
+
+
+def batch_codec(schema: Schema, keys: Sequence[str], ranges: KeyRanges) -> KeyCodec | None:
+    """The codec of the source keys over their overall range (None: a key column is not an integer,
+    a range is unknown, or the key space exceeds :data:`MAX_CODES`).
+
+    >>> from pyiceberg.schema import NestedField
+    >>> schema = Schema(NestedField(1, "a", LongType()), NestedField(2, "b", IntegerType()))
+    >>> ranges = KeyRanges({(0,): {"a": (5, 9), "b": (0, 1)}, (1,): {"a": (2, 3), "b": (1, 1)}})
+    >>> batch_codec(schema, ["a", "b"], ranges)
+    KeyCodec(field_ids=(1, 2), lows=(2, 0), widths=(9, 3))
+    """
+    overall = ranges.overall
+    if not overall:
+        return None
+    ids, lows, widths, space = [], [], [], 1
+    for name in keys:
+        field = schema.find_field(name)
+        bounds = overall.get(name)
+        if not isinstance(field.field_type, (IntegerType, LongType)) or bounds is None:
+            return None
+        low, high = int(bounds[0]), int(bounds[1])
+        ids.append(field.field_id)
+        lows.append(low)
+        widths.append(high - low + 2)  # slot 0 is NULL's (no upsert key is NULL)
+        space *= widths[-1]
+        if space > MAX_CODES:
+            return None
+    return KeyCodec(tuple(ids), tuple(lows), tuple(widths))
+
+
+def keyed_copy_on_write(
+    ctx: WriteContext,
+    source: DataFrame,
+    rows: int | None,
+    codec: KeyCodec,
+    candidates: Sequence[LiveFile],
+    read_weight: float,
+) -> Written | None:
+    """The upsert of ``source`` (``rows`` rows, keys packed by ``codec``) as new data files, and every
+    file of ``candidates`` (and the small files of their partitions) rewritten without the rows of the
+    source's keys and without the rows their deletes remove; None when some of those files cannot be
+    rewritten in Arrow (nothing is written then)."""
+    paths = {f.path for f in candidates}
+    rewrite = paths | merge_candidates(ctx.files, paths, read_weight)
+    targets = [f for f in ctx.files.data if f.path in rewrite]
+    if not targets or len(arrow_eligible(ctx.metadata, delete_index(ctx.files), targets)) < len(targets):
+        return None
+    small = {f.path for f in targets if worth_merging(f.size, read_weight)}
+    into = attached(ctx, rewrite - small, small)
+    new = write_new_rows(ctx, source, rows, exact=rows is not None)
+    batch = KeyDeletes(codec, tuple(sorted(f.path for f in new.data))) if new.data else None
+    return new.merge(rewrite_by_key(ctx, rewrite, into, batch))
