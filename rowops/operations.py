@@ -164,7 +164,9 @@ def _keyed_paydown(planned: Planned, ctx: WriteContext) -> Written | None:
     codec = batch_codec(planned.loaded.metadata.schema(), spec.on_columns, keys.ranges)
     if codec is None:
         return None
-    return keyed_copy_on_write(ctx, source, keys.rows, codec, planned.candidates, planned.read_weight)
+    return keyed_copy_on_write(
+        ctx, source, spec.on_columns, keys.rows, codec, planned.candidates, planned.read_weight
+    )
 
 
 def _groups(written: Written, files: TableFiles) -> tuple[FileGroup, ...]:

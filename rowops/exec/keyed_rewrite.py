@@ -25,9 +25,11 @@ from collections.abc import Sequence
 from pyiceberg.schema import Schema
 from pyiceberg.types import IntegerType, LongType
 from pyspark.sql import DataFrame
+from pyspark.sql import types as T
 
 from rowops.exec.arrow_deletes import MAX_CODES, KeyCodec, KeyDeletes
 from rowops.exec.arrow_rewrite import arrow_eligible
+from rowops.exec.compat import select_columns
 from rowops.exec.strategies import (
     WriteContext,
     Written,
@@ -71,18 +73,26 @@ def batch_codec(schema: Schema, keys: Sequence[str], ranges: KeyRanges) -> KeyCo
     return KeyCodec(tuple(ids), tuple(lows), tuple(widths))
 
 
+_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+
+
 def keyed_copy_on_write(
     ctx: WriteContext,
     source: DataFrame,
+    keys: Sequence[str],
     rows: int | None,
     codec: KeyCodec,
     candidates: Sequence[LiveFile],
     read_weight: float,
 ) -> Written | None:
-    """The upsert of ``source`` (``rows`` rows, keys packed by ``codec``) as new data files, and every
-    file of ``candidates`` (and the small files of their partitions) rewritten without the rows of the
-    source's keys and without the rows their deletes remove; None when some of those files cannot be
-    rewritten in Arrow (nothing is written then)."""
+    """The upsert of ``source`` (``rows`` rows, ``keys`` packed by ``codec``) as new data files, and
+    every file of ``candidates`` (and the small files of their partitions) rewritten without the rows
+    of the source's keys and without the rows their deletes remove; None when the source's keys are
+    not integers as they are (a key cast on the way in could fall outside ``codec``, taken from the
+    source's values) or some of those files cannot be rewritten in Arrow (nothing is written then)."""
+    key_types = select_columns(source, list(keys)).schema.fields
+    if not all(isinstance(f.dataType, _INTEGRAL) for f in key_types):
+        return None
     paths = {f.path for f in candidates}
     rewrite = paths | merge_candidates(ctx.files, paths, read_weight)
     targets = [f for f in ctx.files.data if f.path in rewrite]
