@@ -75,11 +75,11 @@ test: install install4 install-connect lint
 	$(SPARK4_ENV) $(PY4) -m pytest -q -p no:cacheprovider -m "not slow and not s3 and not connect" -k "$(SPARK4_K)" $(SPARK4_SUBSET)
 	$(CONNECT_ENV) $(PYC) -m pytest -q -p no:cacheprovider -m connect tests/connect -k smoke
 
-# the behaviour suites (v2, and v3 with deletion vectors) and the concurrency suite again, on lakes on an
-# S3 server (moto on loopback)
+# the behaviour suites (v2, and v3 with deletion vectors), the concurrency suite and auto's paydown
+# rewrites again, on lakes on an S3 server (moto on loopback)
 test-s3: install
 	$(PY) -m pytest -q -m "s3 and not slow" tests/spark/test_behaviour.py tests/spark/test_behaviour_v3.py \
-		tests/spark/test_concurrency.py tests/spark/test_s3.py
+		tests/spark/test_concurrency.py tests/spark/test_s3.py tests/spark/test_optimizations.py
 
 # the fast suite and the S3 suites on pyspark 4.x (classic); the Java oracle is skipped (its Iceberg jar
 # is for 3.5)

@@ -29,7 +29,7 @@ from rowops.exec.checks import check_keys, with_write_defaults
 from rowops.exec.expressions import case_sensitive
 from rowops.exec.file_reads import POS_COL, file_uris, read_data_files
 from rowops.exec.job_errors import spark_errors
-from rowops.exec.keyed_rewrite import batch_codec, keyed_copy_on_write
+from rowops.exec.keyed_rewrite import keyed_copy_on_write
 from rowops.exec.scan import scan
 from rowops.exec.session import operation_conf
 from rowops.exec.slicing import join_slices
@@ -152,20 +152,12 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
 
 
 def _keyed_paydown(planned: Planned, ctx: WriteContext) -> Written | None:
-    """``auto``'s copy-on-write that pays a read debt down, for a blind upsert on unique integer keys,
-    rewritten by key without a join (``exec/keyed_rewrite.py``); None: not such a MERGE."""
-    spec, keys, source = planned.spec, planned.source_keys, planned.source
+    """``auto``'s copy-on-write that pays a read debt down, rewritten by key without a join where the
+    MERGE allows (``exec/keyed_rewrite.py``); None: not such a MERGE, nothing written."""
     if not (planned.decision.strategy == COPY_ON_WRITE and planned.decision.clears_debt):
         return None
-    if not (isinstance(spec, MergeSpec) and spec.key_upsert_or_delete == "upsert" and spec.on_columns):
-        return None
-    if source is None or keys is None or not keys.keys_unique:
-        return None
-    codec = batch_codec(planned.loaded.metadata.schema(), spec.on_columns, keys.ranges)
-    if codec is None:
-        return None
     return keyed_copy_on_write(
-        ctx, source, spec.on_columns, keys.rows, codec, planned.candidates, planned.read_weight
+        ctx, planned.spec, planned.source, planned.source_keys, planned.candidates, planned.read_weight
     )
 
 

@@ -16,6 +16,7 @@ the Spark path. A delete value outside its file's bounds is an error, never a si
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -107,9 +108,9 @@ def tasks_key_deletes(
 def key_codec(schema: Schema, ids: tuple[int, ...], files: Sequence[LiveFile]) -> KeyCodec | None:
     """The codec of the equality columns ``ids`` over the keys of delete ``files`` (None: a column is
     not an integer, a file lacks bounds, or the key space exceeds :data:`MAX_CODES`)."""
-    lows, widths, space = [], [], 1
+    spans = []
     for field_id in ids:
-        if not isinstance(schema.find_field(field_id).field_type, (IntegerType, LongType)):
+        if not integer_column(schema, field_id):
             return None
         known = []
         for d in files:
@@ -120,13 +121,28 @@ def key_codec(schema: Schema, ids: tuple[int, ...], files: Sequence[LiveFile]) -
             elif (d.data_file.null_value_counts or {}).get(field_id) != d.record_count:
                 return None  # no bounds, and not a column of NULLs only
         low = min((lo for lo, _ in known), default=0)
-        high = max((hi for _, hi in known), default=low - 1)
-        lows.append(low)
-        widths.append(high - low + 2)
-        space *= widths[-1]
-        if space > MAX_CODES:
-            return None
-    return KeyCodec(ids, tuple(lows), tuple(widths))
+        spans.append((low, max((hi for _, hi in known), default=low - 1)))
+    return codec_over(ids, spans)
+
+
+def integer_column(schema: Schema, field: int | str) -> bool:
+    """Whether the column ``field`` (a field id or a name) is an ``int`` or a ``long``."""
+    return isinstance(schema.find_field(field).field_type, (IntegerType, LongType))
+
+
+def codec_over(ids: tuple[int, ...], spans: Sequence[tuple[int, int]]) -> KeyCodec | None:
+    """The codec of the columns ``ids`` whose non-NULL values lie in the inclusive ``spans``
+    (None: the key space exceeds :data:`MAX_CODES`).
+
+    >>> codec_over((1, 2), [(10, 12), (0, 1)])
+    KeyCodec(field_ids=(1, 2), lows=(10, 0), widths=(4, 3))
+    >>> codec_over((1,), [(0, 1 << 62)]) is None
+    True
+    """
+    widths = tuple(high - low + 2 for low, high in spans)  # slot 0 is NULL's
+    if math.prod(widths) > MAX_CODES:
+        return None
+    return KeyCodec(ids, tuple(low for low, _ in spans), widths)
 
 
 def _integer(raw: bytes) -> int:

@@ -65,8 +65,11 @@ def literal_frame(
     spark: SparkSession, rows: Sequence[Sequence[Value]], columns: Sequence[tuple[str, str]]
 ) -> DataFrame:
     """``rows`` as a DataFrame of ``columns`` ((name, Spark SQL type) pairs): a local relation when
-    there are 1 to :data:`MAX_LITERAL_ROWS` rows, else parallelized."""
-    if not rows or len(rows) > MAX_LITERAL_ROWS:
+    there are up to :data:`MAX_LITERAL_ROWS` rows (none: an empty local relation), else parallelized."""
+    if not rows:
+        casts = ", ".join(f"CAST(NULL AS {t}) AS {sql_identifier(n)}" for n, t in columns)
+        return spark.sql(f"SELECT {casts} WHERE false")
+    if len(rows) > MAX_LITERAL_ROWS:
         ddl = ", ".join(f"`{n}` {t}" for n, t in columns)
         return spark.createDataFrame([tuple(r) for r in rows], ddl)
     return spark.sql(values_sql(rows, columns))

@@ -254,7 +254,7 @@ def _rewrite_in_arrow(
     positions = (
         functools.reduce(DataFrame.unionByName, dropped)
         if dropped
-        else ctx.spark.createDataFrame([], f"{FILE_COL} string, {POS_COL} long")
+        else literal_frame(ctx.spark, [], [(FILE_COL, "string"), (POS_COL, "bigint")])
     )
     return rewrite_positions(
         ctx.spark, ctx.metadata, directory.io, targets, positions, directory.key, updated, into, in_task

@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 
 import rowops
 from rowops import operations
+from rowops.exec import keyed_rewrite
 from rowops.exec.cardinality import repeated_matches_bitmap, repeated_matches_groupby
 from rowops.exec.changes import matched_rows, merge_changes
 from rowops.exec.compat import explain_text
@@ -16,6 +17,7 @@ from rowops.exec.scan import scan
 from rowops.exec.summary import summarize
 from rowops.meta.delete_index import delete_index
 from rowops.spec.operations import simple_merge_spec
+from tests.conftest import make_lake
 from tests.readers import assert_readers_agree
 from tests.spark.spark_metrics import exchanges_above_scans_of, scans_of, shuffle_bytes_written
 from tests.spark.tables import BIG_ROWS as ROWS
@@ -189,20 +191,27 @@ def _indebted(lake):  # type: ignore[no-untyped-def]
     return table, expected
 
 
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
+def any_lake(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """A local lake, and a lake on the S3 server (``make test-s3``): the Arrow rewrite tasks read and
+    write through the lake's FileIO."""
+    return make_lake(request.param, request)
+
+
 @pytest.mark.parametrize("blind", [True, False], ids=["upsert-by-key", "conditional"])
-def test_auto_paydown_clears_the_read_debt_of_every_candidate(lake, java, monkeypatch, blind) -> None:  # type: ignore[no-untyped-def]
+def test_auto_paydown_clears_the_read_debt_of_every_candidate(any_lake, java, monkeypatch, blind) -> None:  # type: ignore[no-untyped-def]
     """A read-heavy ``auto`` MERGE that touches only original files rewrites the first upsert's files
     too (and folds the small ones into its new files): afterwards no delete applies to any data file,
     the dangling equality deletes are gone, and the rows are the upserted ones.
 
     A blind upsert on unique integer keys is rewritten by key (``exec/keyed_rewrite.py``): no MERGE
     join, so no summary pass (and no row counts); a conditional MERGE joins, and counts."""
-    table, expected = _indebted(lake)
+    table, expected = _indebted(any_lake)
     joined = []
     monkeypatch.setattr(operations, "summarize", lambda *a, **k: joined.append(1) or summarize(*a, **k))
     rows = [make_row(k, 3) for k in (*range(0, 200, 10), 500, 501)]  # matches original files only
     condition = None if blind else "s.g >= 0"
-    merge = table.merge(frame(lake.spark, rows), on=["k"]).when_matched(condition).update_all()
+    merge = table.merge(frame(any_lake.spark, rows), on=["k"]).when_matched(condition).update_all()
     result = merge.when_not_matched().insert_all().execute()
     expected.update({r[0]: r for r in rows})
     assert result.strategy == "copy-on-write"
@@ -212,4 +221,29 @@ def test_auto_paydown_clears_the_read_debt_of_every_candidate(lake, java, monkey
     files = table.files()
     index = delete_index(files)
     assert not files.deletes and not any(index.deletes_on(f) for f in files.data)
+    assert_readers_agree(table, expected.values(), COLUMNS, java)
+
+
+def test_keyed_paydown_leaves_a_large_clean_candidate_to_the_join(lake, java, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A paydown whose new keys fall inside clean files' key ranges: those files are candidates the
+    batch may not touch at all, too large (here: by a lowered size limit) to fold into the rewrite, so
+    the keyed rewrite (which rewrites every candidate) declines, writing nothing, and the paydown joins."""
+    table, expected = _indebted(lake)
+    appended = [make_row(k) for k in range(1000, 1400, 2)]
+    rowops.merge(frame(lake.spark, appended), table, on=["k"], strategy="copy-on-write")
+    expected.update({r[0]: r for r in appended})
+    index = delete_index(table.files())
+    clean = [f.size for f in table.files().data if not index.deletes_on(f)]
+    assert clean and len(clean) < len(table.files().data)
+    monkeypatch.setattr(keyed_rewrite, "worth_merging", lambda size, weight: size < min(clean))
+    keyed, joined = [], []
+    spy = operations.keyed_copy_on_write
+    monkeypatch.setattr(operations, "keyed_copy_on_write", lambda *a: keyed.append(spy(*a)) or keyed[-1])
+    monkeypatch.setattr(operations, "summarize", lambda *a, **k: joined.append(1) or summarize(*a, **k))
+    rows = [make_row(k, 3) for k in (0, 10, 1001, 1003, 1201)]  # two updates, three new keys
+    merge = table.merge(frame(lake.spark, rows), on=["k"]).when_matched().update_all()
+    result = merge.when_not_matched().insert_all().execute()
+    expected.update({r[0]: r for r in rows})
+    assert result.strategy == "copy-on-write" and keyed == [None] and joined
+    assert (result.rows_updated, result.rows_inserted) == (2, 3)
     assert_readers_agree(table, expected.values(), COLUMNS, java)
