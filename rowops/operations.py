@@ -124,7 +124,7 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
         rows = planned.source_keys.rows if planned.source_keys else None
         specs, _ = equality_delete_specs(table_facts(planned.loaded.metadata, planned.files))
         return strategies.equality_delete(ctx, source, spec.on_columns, upsert, specs, rows), {}
-    keyed = _keyed_paydown(planned, ctx)
+    keyed = _rewrite_by_key(planned, ctx)
     if keyed is not None:
         return keyed, {}
     columns = [f.name for f in planned.loaded.metadata.schema().fields]
@@ -151,17 +151,19 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
         changes.release()
 
 
-def _keyed_paydown(planned: Planned, ctx: WriteContext) -> Written | None:
-    """``auto``'s copy-on-write that pays a read debt down, rewritten by key without a join where the
-    MERGE allows (``exec/keyed_rewrite.py``); None: not such a MERGE, nothing written."""
-    if not (planned.decision.strategy == COPY_ON_WRITE and planned.decision.clears_debt):
+def _rewrite_by_key(planned: Planned, ctx: WriteContext) -> Written | None:
+    """The copy-on-write ``auto`` chose to rewrite by key (``Decision.by_key``), without a join
+    (``exec/keyed_rewrite.py``); None: not chosen, or some file needs Spark's rewrite (nothing written)."""
+    if planned.key_codec is None or planned.source is None:
         return None
+    rows = planned.source_keys.rows if planned.source_keys else None
     return keyed_copy_on_write(
-        ctx, planned.spec, planned.source, planned.source_keys, planned.candidates, planned.read_weight
+        ctx, planned.source, rows, planned.key_codec, planned.candidates, planned.read_weight
     )
 
 
-def _groups(written: Written, files: TableFiles) -> tuple[FileGroup, ...]:
+def _groups(written: Written, files: TableFiles, counted: bool = True) -> tuple[FileGroup, ...]:
+    """The touched files by encoding; ``counted=False``: a rewrite by key, its changed rows unknown."""
     rows = {f.path: f.record_count for f in files.data}
     groups = []
     for name, paths in (
@@ -173,7 +175,7 @@ def _groups(written: Written, files: TableFiles) -> tuple[FileGroup, ...]:
                 FileGroup(
                     name,
                     len(paths),
-                    sum(written.changed_rows.get(p, 0) for p in paths),
+                    sum(written.changed_rows.get(p, 0) for p in paths) if counted else None,
                     sum(rows.get(p, 0) for p in paths),
                 )
             )
@@ -204,7 +206,7 @@ def execute(planned: Planned) -> OperationResult:
         committed = _commit(planned.table, planned.loaded, planned.files, delta, stage)
         if committed is None:
             stage.discard()
-    groups = _groups(written, planned.files)
+    groups = _groups(written, planned.files, counted=bool(counts))  # {}: rewritten by key
     strategy = _final_strategy(planned, groups)
     report = replace(planned.report, groups=groups, strategy=strategy)
     return OperationResult(
@@ -242,7 +244,8 @@ def explain(table: Table, spec: OperationSpec, source: DataFrame | None, strateg
     with operation_conf(table.lake.spark):
         planned = plan(table, spec, source, strategy)
         try:
-            scans = planned.decision.scans_target and planned.whole_files is None
+            joins = planned.whole_files is None and planned.key_codec is None  # by key: no join
+            scans = planned.decision.scans_target and joins
             spark_plan = _spark_plan(planned) if scans else ""
         finally:
             release(planned.source)

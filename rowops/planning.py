@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rowops.catalog.tables import LoadedTable
+from rowops.exec.arrow_deletes import KeyCodec
 from rowops.exec.arrow_rewrite import arrow_eligible
 from rowops.exec.checks import checked_spec, with_write_defaults
 from rowops.exec.expressions import case_sensitive
 from rowops.exec.job_errors import spark_errors
+from rowops.exec.keyed_rewrite import rewrite_codec
 from rowops.exec.prescan import SourceKeys, file_keys, scan_source_keys
 from rowops.exec.source import evaluate_once, release
 from rowops.exec.stats import broadcast_cap, is_small, measured_bytes
@@ -56,6 +58,7 @@ class Planned:
     report: PlanReport
     source_keys: SourceKeys | None = None
     whole_files: WholeFileDelete | None = None  # a DELETE committed by metadata alone
+    key_codec: KeyCodec | None = None  # a copy-on-write rewritten by key (``Decision.by_key``)
 
 
 def _property(loaded: LoadedTable, key: str, default: str) -> str:
@@ -163,7 +166,10 @@ def _plan(
             files, candidates, keyed.rows, keys, loaded, set(keyed.ranges.by_partition), read_weight
         )
     unique = keyed.keys_unique if keyed else None
-    decision = choose_strategy(strategy, spec, facts, estimate, read_weight, pinned, unique)
+    codec = rewrite_codec(spec, loaded.metadata.schema(), source, keyed) if strategy == "auto" else None
+    decision = choose_strategy(
+        strategy, spec, facts, estimate, read_weight, pinned, unique, codec is not None
+    )
     layout = _join_layout(spec, source, keyed, decision, loaded, candidates)
     scanned = len(candidates) if decision.scans_target and whole is None else 0
     report = PlanReport(
@@ -191,6 +197,7 @@ def _plan(
         report,
         keyed,
         whole,
+        codec if decision.by_key else None,
     )
 
 

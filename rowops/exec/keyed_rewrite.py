@@ -13,11 +13,13 @@ no shuffle of changed rows; no delete file is written: every file a source key c
 candidates: the touched partitions' files whose key bounds overlap the source's) is rewritten in the
 same commit, with the small files of the touched partitions.
 
-Only where all of that holds (:func:`keyed_copy_on_write` returns None otherwise, having written
-nothing, and the caller joins): a MERGE that is a blind upsert, source keys known unique, integer key
-columns whose range fits a packed code, every file to rewrite rewritable in Arrow, and no large
-candidate file without deletes (it may hold no source key at all: the join would leave it alone,
-this rewrite cannot tell). The rows updated and inserted are not counted (as for equality deletes).
+The planner prices it (``cost.keyed_rewrite_cost``; ``Decision.by_key``) where the MERGE allows
+(:func:`rewrite_codec`): a blind upsert, source keys known unique, integer key columns whose range
+fits a packed code. It rewrites every candidate, touched or not: a large candidate holding no source
+key is rewritten for nothing, which the price counts. Dense batches confined to a few partitions
+(the paper's Case 3) touch every candidate anyway and need no join to find their rows. Where a file
+to rewrite cannot be rewritten in Arrow, :func:`keyed_copy_on_write` returns None, having written
+nothing, and the caller joins. The rows updated and inserted are not counted (as for equality deletes).
 """
 
 from __future__ import annotations
@@ -69,42 +71,44 @@ def batch_codec(schema: Schema, keys: Sequence[str], ranges: KeyRanges) -> KeyCo
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 
-def keyed_copy_on_write(
-    ctx: WriteContext,
-    spec: OperationSpec,
-    source: DataFrame | None,
-    source_keys: SourceKeys | None,
-    candidates: Sequence[LiveFile],
-    read_weight: float,
-) -> Written | None:
-    """``spec``'s upsert of ``source`` as new data files, and every file of ``candidates`` (and the
-    small files of their partitions) rewritten without the rows of the source's keys and without the
-    rows their deletes remove; None, with nothing written, where that is not the MERGE's result or
-    not cheaper than the join (see the module's docstring)."""
+def rewrite_codec(
+    spec: OperationSpec, schema: Schema, source: DataFrame | None, source_keys: SourceKeys | None
+) -> KeyCodec | None:
+    """The codec a rewrite by key of ``spec`` looks the source's keys up with; None: ``spec`` is not
+    a blind upsert on unique integer keys in a packable range (the planner prices no such rewrite).
+
+    The source's key columns must be integers as they are: a key cast on the way in could fall
+    outside the codec, taken from the source's values."""
     if not (isinstance(spec, MergeSpec) and spec.key_upsert_or_delete == "upsert" and spec.on_columns):
         return None
     if source is None or source_keys is None or not source_keys.keys_unique:
         return None
-    keys = spec.on_columns
-    codec = batch_codec(ctx.metadata.schema(), keys, source_keys.ranges)
-    if codec is None or not _integral_as_given(source, keys):
+    keys = list(spec.on_columns)
+    if not all(isinstance(f.dataType, _INTEGRAL) for f in select_columns(source, keys).schema.fields):
         return None
-    index = delete_index(ctx.files)
-    if any(not index.deletes_on(f) and not worth_merging(f.size, read_weight) for f in candidates):
-        return None
+    return batch_codec(schema, keys, source_keys.ranges)
+
+
+def keyed_copy_on_write(
+    ctx: WriteContext,
+    source: DataFrame,
+    rows: int | None,
+    codec: KeyCodec,
+    candidates: Sequence[LiveFile],
+    read_weight: float,
+) -> Written | None:
+    """The upsert of ``source`` (``rows`` rows, when known) as new data files, and every file of
+    ``candidates`` (and the small files of their partitions) rewritten without the rows of the
+    source's keys (packed by ``codec``) and without the rows their deletes remove; None, with nothing
+    written, when some of those files cannot be rewritten in Arrow."""
     paths = {f.path for f in candidates}
     rewrite = paths | merge_candidates(ctx.files, paths, read_weight)
     targets = [f for f in ctx.files.data if f.path in rewrite]
+    index = delete_index(ctx.files)
     if not targets or len(arrow_eligible(ctx.metadata, index, targets)) < len(targets):
         return None
     small = {f.path for f in targets if worth_merging(f.size, read_weight)}
     into = attached(ctx, rewrite - small, small)
-    new = write_new_rows(ctx, source, source_keys.rows, exact=source_keys.rows is not None)
+    new = write_new_rows(ctx, source, rows, exact=rows is not None)
     batch = KeyDeletes(codec, tuple(sorted(f.path for f in new.data))) if new.data else None
     return new.merge(rewrite_by_key(ctx, rewrite, into, batch))
-
-
-def _integral_as_given(source: DataFrame, keys: Sequence[str]) -> bool:
-    """Whether the source's key columns are integers as they are (a key cast on the way in could fall
-    outside the codec, taken from the source's values)."""
-    return all(isinstance(f.dataType, _INTEGRAL) for f in select_columns(source, list(keys)).schema.fields)

@@ -30,8 +30,18 @@ class FileGroup:
 
     encoding: str
     files: int
-    changed_rows: int
+    changed_rows: int | None  # None: not counted (a rewrite by key)
     rows: int
+
+    def describe(self) -> str:
+        """One line of ``explain``.
+
+        >>> FileGroup("copy-on-write", 2, None, 3_000).describe()
+        'copy-on-write    2 files of 3,000 rows, rewritten by key (changed rows not counted)'
+        """
+        if self.changed_rows is None:
+            return f"{self.encoding:<16} {self.files} files of {self.rows:,} rows, rewritten by key (changed rows not counted)"
+        return f"{self.encoding:<16} {self.files} files, {self.changed_rows:,} of {self.rows:,} rows changed"
 
 
 @dataclass(frozen=True)
@@ -69,7 +79,7 @@ def format_report(report: PlanReport, with_spark_plan: bool = False) -> str:
     if report.groups:
         lines.append("file groups:")
         for g in report.groups:
-            lines.append(f"  {g.encoding:<16} {g.files} files, {g.changed_rows:,} of {g.rows:,} rows changed")
+            lines.append(f"  {g.describe()}")
     if with_spark_plan and report.spark_plan:
         lines += ["== Spark physical plan ==", report.spark_plan.rstrip()]
     return "\n".join(lines)

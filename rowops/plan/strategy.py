@@ -22,7 +22,7 @@ from pyiceberg.table.metadata import TableMetadata
 
 from rowops.errors import InvalidInputError, UnsupportedStrategyError
 from rowops.meta.files import TableFiles
-from rowops.plan.cost import Estimate, choose_cheapest, strategy_costs
+from rowops.plan.cost import Estimate, choose_cheapest, keyed_rewrite_cost, strategy_costs
 from rowops.spec.operations import STRATEGIES, MergeSpec, OperationSpec
 
 COPY_ON_WRITE, POSITION_DELETE, EQUALITY_DELETE = "copy-on-write", "position-delete", "equality-delete"
@@ -140,12 +140,15 @@ class Decision:
 
     ``clears_debt``: a copy-on-write chosen by cost, priced (``cost.strategy_costs``) as rewriting
     every candidate file that deletes apply to, touched or not, so that it clears their read debt.
+    ``by_key``: that copy-on-write rewrites every candidate file by the source's keys, without a join
+    (``cost.keyed_rewrite_cost``, ``exec/keyed_rewrite.py``).
     """
 
     strategy: str
     reason: str
     costs: dict[str, float] = field(default_factory=dict)
     clears_debt: bool = False
+    by_key: bool = False
 
     @property
     def scans_target(self) -> bool:
@@ -166,6 +169,7 @@ def choose_strategy(
     read_weight: float = 1.0,
     pinned: str | None = None,
     keys_unique: bool | None = None,
+    by_key: bool = False,
 ) -> Decision:
     """The encoding to run.
 
@@ -178,7 +182,9 @@ def choose_strategy(
     match, which only a scanning encoding sees. So does a table whose equality deletes would be
     written under several partition specs (partition evolution, :func:`equality_delete_specs`): valid
     Iceberg that Iceberg Java reads, but DuckDB 1.5.5 fails on an equality delete whose spec has a
-    field a data file's spec lacks, so only an explicit request writes them.
+    field a data file's spec lacks, so only an explicit request writes them. ``by_key``: the MERGE
+    can be rewritten by key (a blind upsert on unique integer keys): its copy-on-write is priced as
+    the cheaper of the join and the rewrite by key (:func:`rowops.plan.cost.keyed_rewrite_cost`).
 
     >>> from rowops.spec.operations import simple_merge_spec
     >>> facts = TableFacts(identifier=("k",), partition_sources=("k",), data_files=4)
@@ -194,6 +200,12 @@ def choose_strategy(
     'copy-on-write'
     >>> choose_strategy("auto", simple_merge_spec(["k"]), facts, est, read_weight=0.0, keys_unique=False).strategy
     'hybrid'
+    >>> dense = Estimate(180_000, 9_000_000, 13_000_000, 360_000, 2, 0.1, 13_000_000)
+    >>> choose_strategy("auto", simple_merge_spec(["k"]), facts, dense, 2.0, keys_unique=True).strategy
+    'equality-delete'
+    >>> keyed = choose_strategy("auto", simple_merge_spec(["k"]), facts, dense, 2.0, keys_unique=True, by_key=True)
+    >>> keyed.strategy, keyed.by_key, keyed.reason
+    ('copy-on-write', True, 'cheapest (read weight 2); rewritten by key, no join')
     >>> evolved = TableFacts(("k",), ("k",), 4, spec_id=1, older_specs=(SpecFacts(0, ("k",), 2),))
     >>> choose_strategy("auto", simple_merge_spec(["k"]), evolved, est, read_weight=0.0).strategy
     'hybrid'
@@ -216,12 +228,18 @@ def choose_strategy(
     if estimate is None:
         return Decision(HYBRID, "no source estimate: scan, then rewrite or add deletes per file")
     costs = strategy_costs(estimate, read_weight)
+    keyed = keyed_rewrite_cost(estimate, read_weight) if by_key else float("inf")
+    costs[COPY_ON_WRITE] = min(costs[COPY_ON_WRITE], keyed)
     allowed = allowed_strategies(spec, facts) - {HYBRID}
     if keys_unique is False or len(equality_delete_specs(facts)[0]) > 1:
         allowed -= {EQUALITY_DELETE}
     best = choose_cheapest(costs, allowed)
-    if best != POSITION_DELETE:  # equality deletes, or a rewrite that clears what reads now pay
-        return Decision(best, f"cheapest (read weight {read_weight:g})", costs, best == COPY_ON_WRITE)
+    if best == COPY_ON_WRITE:  # a rewrite that clears what reads now pay
+        how = "; rewritten by key, no join" if costs[best] == keyed else ""
+        reason = f"cheapest (read weight {read_weight:g}){how}"
+        return Decision(best, reason, costs, clears_debt=True, by_key=costs[best] == keyed)
+    if best != POSITION_DELETE:
+        return Decision(best, f"cheapest (read weight {read_weight:g})", costs)
     return Decision(
         HYBRID, f"position deletes are cheapest (read weight {read_weight:g}); dense files rewritten", costs
     )

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from pyiceberg.transforms import BucketTransform
+from pyiceberg.types import LongType
 from pyspark.sql import functions as F
 
 import rowops
 from rowops import operations
-from rowops.exec import keyed_rewrite
 from rowops.exec.cardinality import repeated_matches_bitmap, repeated_matches_groupby
 from rowops.exec.changes import matched_rows, merge_changes
 from rowops.exec.compat import explain_text
@@ -224,26 +225,25 @@ def test_auto_paydown_clears_the_read_debt_of_every_candidate(any_lake, java, mo
     assert_readers_agree(table, expected.values(), COLUMNS, java)
 
 
-def test_keyed_paydown_leaves_a_large_clean_candidate_to_the_join(lake, java, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """A paydown whose new keys fall inside clean files' key ranges: those files are candidates the
-    batch may not touch at all, too large (here: by a lowered size limit) to fold into the rewrite, so
-    the keyed rewrite (which rewrites every candidate) declines, writing nothing, and the paydown joins."""
-    table, expected = _indebted(lake)
-    appended = [make_row(k) for k in range(1000, 1400, 2)]
-    rowops.merge(frame(lake.spark, appended), table, on=["k"], strategy="copy-on-write")
-    expected.update({r[0]: r for r in appended})
-    index = delete_index(table.files())
-    clean = [f.size for f in table.files().data if not index.deletes_on(f)]
-    assert clean and len(clean) < len(table.files().data)
-    monkeypatch.setattr(keyed_rewrite, "worth_merging", lambda size, weight: size < min(clean))
-    keyed, joined = [], []
-    spy = operations.keyed_copy_on_write
-    monkeypatch.setattr(operations, "keyed_copy_on_write", lambda *a: keyed.append(spy(*a)) or keyed[-1])
+def test_dense_upsert_in_one_partition_is_rewritten_by_key(lake, java, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The paper's Case 3 in small: every row of one bucket upserted, with inserts, on a table read
+    more often than written. Rewriting that bucket's file by key costs less than the equality deletes'
+    anti-join on the hundred reads to come, and needs no join: ``auto`` rewrites it by key (no summary pass,
+    no delete file, the other buckets' files kept), and the rows are the upserted ones."""
+    expected = {k: make_row(k) for k in range(200)}
+    table = lake.create_table(
+        "db.t", frame(lake.spark, list(expected.values())), partition_by=["bucket(4, k)"], identifier=["k"]
+    )
+    table.set_properties(**{"rowops.read-weight": "100"})
+    bucket = BucketTransform(4).transform(LongType())
+    before = {f.path for f in table.files().data}
+    joined = []
     monkeypatch.setattr(operations, "summarize", lambda *a, **k: joined.append(1) or summarize(*a, **k))
-    rows = [make_row(k, 3) for k in (0, 10, 1001, 1003, 1201)]  # two updates, three new keys
-    merge = table.merge(frame(lake.spark, rows), on=["k"]).when_matched().update_all()
-    result = merge.when_not_matched().insert_all().execute()
+    rows = [make_row(k, 1) for k in range(400) if bucket(k) == 0]  # 0..199 updated, 200..399 new
+    result = rowops.merge(frame(lake.spark, rows), table, on=["k"])
     expected.update({r[0]: r for r in rows})
-    assert result.strategy == "copy-on-write" and keyed == [None] and joined
-    assert (result.rows_updated, result.rows_inserted) == (2, 3)
+    assert result.strategy == "copy-on-write" and "rewritten by key" in result.explain
+    assert not joined and (result.rows_updated, result.rows_inserted) == (None, None)
+    files = table.files()
+    assert not files.deletes and len(before - {f.path for f in files.data}) == 1
     assert_readers_agree(table, expected.values(), COLUMNS, java)
