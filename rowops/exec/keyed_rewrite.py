@@ -58,7 +58,7 @@ def batch_codec(schema: Schema, keys: Sequence[str], ranges: KeyRanges) -> KeyCo
     >>> schema = Schema(NestedField(1, "a", LongType()), NestedField(2, "b", IntegerType()))
     >>> ranges = KeyRanges({(0,): {"a": (5, 9), "b": (0, 1)}, (1,): {"a": (2, 3), "b": (1, 1)}})
     >>> batch_codec(schema, ["a", "b"], ranges)
-    KeyCodec(field_ids=(1, 2), lows=(2, 0), widths=(9, 3))
+    KeyCodec(field_ids=(1, 2), lows=(0, 0), widths=(16, 4))
     """
     overall = ranges.overall or {}
     bounds = [overall.get(k) for k in keys]
