@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rowops.exec.arrow_deletes import DeletedKeys, KeyCodec, KeyDeletes
+from rowops.exec.arrow_deletes import DeletedKeys, KeyCodec, KeyDeletes, aligned_span, codec_over
 from rowops.meta.fileio import make_io
 
 FIELD_ID = b"PARQUET:field_id"
@@ -35,14 +35,28 @@ def _write(path: Path, rows: list[tuple[int | None, int | None]], schema: pa.Sch
 
 
 def _codec(deletes: list[tuple[int | None, int | None]]) -> KeyCodec:
-    """The codec the driver builds from exact bounds (here: of the rows themselves)."""
-    lows, widths = [], []
+    """The codec the driver builds from exact bounds (here: of the rows themselves), aligned as the
+    driver aligns it (``codec_over``)."""
+    spans = []
     for i in range(2):
         values = [r[i] for r in deletes if r[i] is not None]
         low = min(values, default=0)
-        lows.append(low)
-        widths.append(max(values, default=low - 1) - low + 2)
-    return KeyCodec((1, 2), tuple(lows), tuple(widths))
+        spans.append((low, max(values, default=low - 1)))
+    codec = codec_over((1, 2), spans)
+    assert codec is not None
+    return codec
+
+
+@settings(max_examples=300, deadline=None)
+@given(low=st.integers(-(2**40), 2**40), size=st.integers(0, 2**40))
+def test_an_aligned_span_holds_its_values_in_a_power_of_two_at_most_four_times_wider(low, size) -> None:  # type: ignore[no-untyped-def]
+    high = low + size - 1  # size 0: an empty span
+    start, width = aligned_span(low, high)
+    if size == 0:
+        assert (start, width) == (low, 1)
+        return
+    assert width & (width - 1) == 0 and width <= 4 * (size + 1)
+    assert start <= low and high <= start + width - 2  # slots 1 .. width - 1 hold start .. high
 
 
 keys = st.tuples(st.none() | st.integers(-5, 5), st.none() | st.integers(-(2**40), -(2**40) + 6))
