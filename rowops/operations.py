@@ -126,7 +126,7 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
         return strategies.equality_delete(ctx, source, spec.on_columns, upsert, specs, rows), {}
     keyed = _rewrite_by_key(planned, ctx)
     if keyed is not None:
-        return keyed, {}
+        return keyed
     columns = [f.name for f in planned.loaded.metadata.schema().fields]
     changes = row_changes(planned, ctx.spark, columns)
     try:
@@ -151,19 +151,26 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
         changes.release()
 
 
-def _rewrite_by_key(planned: Planned, ctx: WriteContext) -> Written | None:
-    """The copy-on-write ``auto`` chose to rewrite by key (``Decision.by_key``), without a join
-    (``exec/keyed_rewrite.py``); None: not chosen, or some file needs Spark's rewrite (nothing written)."""
-    if planned.key_codec is None or planned.source is None:
+def _rewrite_by_key(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int | None]] | None:
+    """The copy-on-write rewritten by key (``Decision.by_key``), without a join
+    (``exec/keyed_rewrite.py``), and its row counts: every live target row of a source key is
+    replaced (updated), the other source rows are inserted (the keys are the table's identifier
+    and unique in the source). None: not chosen, or some file needs Spark's rewrite (nothing written).
+    """
+    if planned.key_codec is None or planned.source is None or planned.source_keys is None:
         return None
-    rows = planned.source_keys.rows if planned.source_keys else None
-    return keyed_copy_on_write(
+    rows = planned.source_keys.rows
+    written = keyed_copy_on_write(
         ctx, planned.source, rows, planned.key_codec, planned.candidates, planned.read_weight
     )
+    if written is None:
+        return None
+    updated = sum(written.changed_rows.values())
+    return written, {"insert": rows - updated, "update": updated, "delete": 0}
 
 
-def _groups(written: Written, files: TableFiles, counted: bool = True) -> tuple[FileGroup, ...]:
-    """The touched files by encoding; ``counted=False``: a rewrite by key, its changed rows unknown."""
+def _groups(written: Written, files: TableFiles) -> tuple[FileGroup, ...]:
+    """The touched files by encoding."""
     rows = {f.path: f.record_count for f in files.data}
     groups = []
     for name, paths in (
@@ -175,7 +182,7 @@ def _groups(written: Written, files: TableFiles, counted: bool = True) -> tuple[
                 FileGroup(
                     name,
                     len(paths),
-                    sum(written.changed_rows.get(p, 0) for p in paths) if counted else None,
+                    sum(written.changed_rows.get(p, 0) for p in paths),
                     sum(rows.get(p, 0) for p in paths),
                 )
             )
@@ -206,7 +213,7 @@ def execute(planned: Planned) -> OperationResult:
         committed = _commit(planned.table, planned.loaded, planned.files, delta, stage)
         if committed is None:
             stage.discard()
-    groups = _groups(written, planned.files, counted=bool(counts))  # {}: rewritten by key
+    groups = _groups(written, planned.files)
     strategy = _final_strategy(planned, groups)
     report = replace(planned.report, groups=groups, strategy=strategy)
     return OperationResult(

@@ -16,7 +16,7 @@ from rowops.exec.arrow_rewrite import arrow_eligible
 from rowops.exec.checks import checked_spec, with_write_defaults
 from rowops.exec.expressions import case_sensitive
 from rowops.exec.job_errors import spark_errors
-from rowops.exec.keyed_rewrite import rewrite_codec
+from rowops.exec.keyed_rewrite import BY_KEY_PROPERTY, rewrite_codec
 from rowops.exec.prescan import SourceKeys, file_keys, scan_source_keys
 from rowops.exec.source import evaluate_once, release
 from rowops.exec.stats import broadcast_cap, is_small, measured_bytes
@@ -30,7 +30,7 @@ from rowops.plan.explain import PlanReport
 from rowops.plan.metadata_delete import METADATA_ONLY, WholeFileDelete, whole_file_delete, whole_reason
 from rowops.plan.predicates import candidates as predicate_candidates
 from rowops.plan.pruning import prune_files
-from rowops.plan.strategy import EQUALITY_DELETE, Decision, choose_strategy, table_facts
+from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, Decision, choose_strategy, table_facts
 from rowops.spec.operations import DeleteSpec, MergeSpec, OperationSpec, UpdateSpec, describe
 from rowops.spec.properties import isolation_level, row_level_conflicts
 
@@ -121,6 +121,16 @@ def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: 
         raise
 
 
+def _may_rewrite_by_key(spec: OperationSpec, strategy: str, loaded: LoadedTable) -> bool:
+    """Whether ``strategy`` (the requested or pinned one) may run ``spec`` as a copy-on-write
+    rewritten by key (``exec/keyed_rewrite.py``): ``auto``, or a copy-on-write of a blind upsert,
+    unless the table property ``rowops.rewrite.by-key.enabled`` is ``false``."""
+    if _property(loaded, BY_KEY_PROPERTY, "true").lower() != "true":
+        return False
+    upsert = isinstance(spec, MergeSpec) and spec.key_upsert_or_delete == "upsert"
+    return strategy == "auto" or (strategy == COPY_ON_WRITE and upsert)
+
+
 def _runtime_filter(loaded: LoadedTable) -> bool:
     """Whether a MERGE prunes target files by the source's key ranges (``plan/pruning.py``); the table
     property ``rowops.runtime-filter.enabled=false`` turns it off (the paper's Case 4 compares both)."""
@@ -144,6 +154,8 @@ def _plan(
     facts = table_facts(loaded.metadata, files)
     read_weight = float(_property(loaded, "rowops.read-weight", "1"))
     pinned = loaded.metadata.properties.get("rowops.strategy")
+    effective = pinned if strategy == "auto" and pinned else strategy
+    by_key = _may_rewrite_by_key(spec, effective, loaded)
     candidates, estimate, keyed, whole = list(files.data), None, None, None
     keys = list(spec.on_columns or ()) if isinstance(spec, MergeSpec) else []
     if isinstance(spec, (UpdateSpec, DeleteSpec)):  # prune by the predicate (``plan/predicates.py``)
@@ -153,7 +165,7 @@ def _plan(
     if source is not None and keys and (strategy != EQUALITY_DELETE or small):
         with spark_errors(describe(spec)):
             partitions = sorted({f.partition for f in files.data}, key=repr)
-            check = strategy in ("auto", EQUALITY_DELETE)  # keys_unique: no separate key check
+            check = by_key or EQUALITY_DELETE in (strategy, effective)  # keys_unique: no separate check
             keyed = scan_source_keys(source, keys, loaded.metadata, partitions, check, small, measure=True)
         assert isinstance(spec, MergeSpec)
         if not spec.of("not_matched_by_source") and _runtime_filter(loaded):
@@ -166,7 +178,7 @@ def _plan(
             files, candidates, keyed.rows, keys, loaded, set(keyed.ranges.by_partition), read_weight
         )
     unique = keyed.keys_unique if keyed else None
-    codec = rewrite_codec(spec, loaded.metadata.schema(), source, keyed) if strategy == "auto" else None
+    codec = rewrite_codec(spec, loaded.metadata.schema(), source, keyed) if by_key else None
     decision = choose_strategy(
         strategy, spec, facts, estimate, read_weight, pinned, unique, codec is not None
     )

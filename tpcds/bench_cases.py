@@ -92,6 +92,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--tiny-runs", type=int, default=10, help="MERGEs per engine of the tiny-table point (0: skip)"
     )
+    parser.add_argument(
+        "--series",
+        default=None,
+        help="run only these series of each case (comma separated names, e.g. 'rowops copy-on-write,iceberg "
+        "copy-on-write'); default: all the mode runs",
+    )
     parser.add_argument("--no-baseline", action="store_true", help="skip the pyarrow floor")
     parser.add_argument("--warmup", type=int, default=1, help="untimed warm-up MERGEs per phase")
     parser.add_argument("--cores", type=int, default=2, help="local[N] for both engines")
@@ -149,7 +155,15 @@ def make_config(args: argparse.Namespace, work: Path, other: dict[str, Any] | No
     log("cases", f"TPC-DS store_sales SF {args.sf:g} under {data} (generated once, then reused)")
     source = generate_store_sales(args.sf, data / f"sf{args.sf:g}")
     best = best_iceberg_modes(other)
-    series = {str(c): [s.name for s in case_series(c, args.sf10_subset, best.get(c))] for c in args.case_list}
+    wanted = {n.strip() for n in args.series.split(",")} if args.series else None
+    series = {
+        str(c): [
+            s.name
+            for s in case_series(c, args.sf10_subset, best.get(c))
+            if wanted is None or s.name in wanted
+        ]
+        for c in args.case_list
+    }
     return CasesConfig(
         sf=args.sf,
         quick=False,

@@ -185,12 +185,14 @@ def copy_file(
     new: NewRows | None = None,
     defaults: Mapping[int, Any] | None = None,
     erase: Erase | None = None,
-) -> int:
-    """Add the rows of ``path`` but ``dropped`` and those ``erase`` marks (rows equality deletes
-    remove), with the ``new`` rows in place, to ``sink`` (:func:`rewrite_file`); returns the number of
-    rows added."""
+    replacing: Erase | None = None,
+) -> tuple[int, int]:
+    """Add the rows of ``path`` but ``dropped``, those ``erase`` marks (rows equality deletes remove)
+    and those ``replacing`` marks (rows whose key a rewrite by key replaces), with the ``new`` rows in
+    place, to ``sink`` (:func:`rewrite_file`); returns the number of rows added and the number of
+    rows ``replacing`` removed of those the others keep."""
     in_fs, in_path = filesystem(io, path)
-    offset = added = 0
+    offset = added = replaced = 0
     with in_fs.open_input_file(in_path) as handle:
         for batch in pq.ParquetFile(handle).iter_batches(batch_size=_BATCH_ROWS):
             rows = batch.num_rows
@@ -203,6 +205,11 @@ def copy_file(
             erased = erase(batch) if erase is not None else None
             if erased is not None and erased.any():
                 keep = ~erased if keep is None else keep & ~erased
+            hit = replacing(batch) if replacing is not None else None
+            if hit is not None and hit.any():
+                hit = hit if keep is None else hit & keep
+                replaced += int(hit.sum())
+                keep = ~hit if keep is None else keep & ~hit
             if keep is not None:
                 batch = batch.filter(pa.array(keep))
             kept = pa.Table.from_batches([batch])
@@ -213,4 +220,4 @@ def copy_file(
             sink.add(kept)
     if new is not None and new.placed != len(new.positions):
         raise ValueError(f"{len(new.positions) - new.placed} new rows have positions beyond {path}")
-    return added
+    return added, replaced

@@ -39,6 +39,7 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -68,11 +69,21 @@ from rowops.meta.files import LiveFile, WrittenFile
 from rowops.meta.paths import join
 
 ENABLED_PROPERTY = "rowops.rewrite.arrow.enabled"
-_OUT_SCHEMA = "idx int, written string, rows long"
+_OUT_SCHEMA = "idx int, written string, rows long, replaced long"
 # the rows of a rewrite: (file index, position, what to do there, path, values of the table's columns)
 _IDX, _OP, _PATH, _GRP, _TASK = "_rw_idx", "_rw_op", "_rw_path", "_rw_group", "_rw_task"
 _FILE, _DROP, _REPLACE = 0, 1, 2  # one row per file (position -1, its path); drop; new version
-_OUT_ARROW = pa.schema([("idx", pa.int32()), ("written", pa.string()), ("rows", pa.int64())])
+_OUT_ARROW = pa.schema(
+    [("idx", pa.int32()), ("written", pa.string()), ("rows", pa.int64()), ("replaced", pa.int64())]
+)
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    """What :func:`rewrite_positions` wrote, and the rows of its ``replacing`` keys removed per target."""
+
+    files: list[WrittenFile]
+    replaced: dict[str, int]
 
 
 def arrow_eligible(metadata: TableMetadata, index: DeleteIndex, files: Sequence[LiveFile]) -> list[LiveFile]:
@@ -109,7 +120,8 @@ def rewrite_positions(
     replaced: DataFrame | None = None,
     into: Mapping[str, str] | None = None,
     keyed: Mapping[str, Sequence[KeyDeletes]] | None = None,
-) -> list[WrittenFile]:
+    replacing: KeyDeletes | None = None,
+) -> Rewritten:
     """Rewrite ``targets`` without the ``(_file, _pos)`` rows of ``dropped`` and with the rows of
     ``replaced`` in place of the rows they replace; one file per target, or per group (``into``).
 
@@ -125,10 +137,12 @@ def rewrite_positions(
             of their own.
         keyed: path of a target -> the equality deletes the task applies to it itself
             (``exec/arrow_deletes.py``); the rows other equality deletes remove are in ``dropped``.
+        replacing: the keys of a rewrite by key (``exec/keyed_rewrite.py``): every target is
+            rewritten without its rows of those keys, counted per target.
 
     Returns:
-        The written files, each with its target's partition; a target (or group) left without rows
-        has none.
+        The written files, each with its target's partition (a target or group left without rows
+        has none), and the rows ``replacing`` removed from each target.
     """
     uris = file_uris(spark, targets)
     group = _groups(targets, into or {})
@@ -161,12 +175,13 @@ def rewrite_positions(
             select_exprs(new, [_IDX, POS_COL, f"{_REPLACE} AS {_OP}", no_path, *values, *tail])
         )
     deletes = [list((keyed or {}).get(f.path, ())) for f in targets]
-    task = _rewrite_task(dict(io.properties), metadata, directory, group, deletes)
+    task = _rewrite_task(dict(io.properties), metadata, directory, group, deletes, replacing)
     # a group's rows together, each file's in a run, by position
     grouped = rows.repartition(tasks, _TASK).sortWithinPartitions(_GRP, _IDX, POS_COL).drop(_GRP, _TASK)
     out = grouped.mapInArrow(task, _OUT_SCHEMA)
-    results = {int(r["idx"]): (r["written"], int(r["rows"])) for r in out.collect()}
-    return _verified(targets, results, io)
+    results = {int(r["idx"]): (r["written"], int(r["rows"]), int(r["replaced"])) for r in out.collect()}
+    by_target = {targets[i].path: n for i, (_, _, n) in results.items()}
+    return Rewritten(_verified(targets, results, io), by_target)
 
 
 def _groups(targets: Sequence[LiveFile], into: Mapping[str, str]) -> list[int]:
@@ -226,7 +241,7 @@ def _pack(rewritten: Sequence[LiveFile], small: Sequence[LiveFile], capacity: in
 
 
 def _verified(
-    targets: Sequence[LiveFile], results: Mapping[int, tuple[str | None, int]], io: FileIO
+    targets: Sequence[LiveFile], results: Mapping[int, tuple[str | None, int, int]], io: FileIO
 ) -> list[WrittenFile]:
     """The written files, after checking every target was rewritten and the driver reads, in the
     footers of the new files, every row the tasks wrote (as ``write.save`` checks Spark's writes);
@@ -235,10 +250,10 @@ def _verified(
     if missing:
         raise WriteVerificationError(f"Spark returned no rewrite of {len(missing)} files, e.g. {missing[:3]}")
     written: dict[str, int] = {}  # path -> a target written into it (the files of a group share one)
-    for i, (path, _) in sorted(results.items()):
+    for i, (path, _, _) in sorted(results.items()):
         if path is not None:
             written.setdefault(path, i)
-    rows = sum(n for _, n in results.values())
+    rows = sum(n for _, n, _ in results.values())
     try:
         footers = read_footers(io, list(written))
         on_disk = sum(int(footer.num_rows) for footer, _ in footers.values())
@@ -258,10 +273,12 @@ def _rewrite_task(
     directory: str,
     group: Sequence[int],
     deletes: Sequence[Sequence[KeyDeletes]],
+    replacing: KeyDeletes | None = None,
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function: the change rows of each file (sorted by group, file, position)
-    become one output row per file (idx, written file, rows written); the files of a group (``group``:
-    by file index) are written into one new file, without the rows of ``deletes`` (by file index)."""
+    become one output row per file (idx, written file, rows written, rows of ``replacing``'s keys
+    removed); the files of a group (``group``: by file index) are written into one new file, without
+    the rows of ``deletes`` (by file index) and of ``replacing``."""
     schema = metadata.schema()
     options = writer_options(metadata.properties)
     defaults = initial_defaults(schema)
@@ -270,8 +287,9 @@ def _rewrite_task(
         io = make_io(io_properties)
         target = target_schema(schema)
         keys = DeletedKeys(io)
+        replace = partial(keys.mask, deletes=[replacing]) if replacing is not None else None
         sink: ParquetSink | None = None
-        members: list[tuple[int, int]] = []  # (file index, rows written) of the open group
+        members: list[tuple[int, int, int]] = []  # (file index, rows written, replaced) of the open group
         for idx, changes in per_file(batches):
             if sink is not None and group[idx] != group[members[0][0]]:
                 yield _group_written(sink, members)
@@ -279,17 +297,22 @@ def _rewrite_task(
             if sink is None:
                 sink = ParquetSink(io, join(directory, f"part-arrow-{uuid.uuid4()}.parquet"), target, options)
             erase = partial(keys.mask, deletes=deletes[idx]) if deletes[idx] else None
-            members.append((idx, _rewrite_changed(io, changes, target, sink, defaults, erase)))
+            members.append((idx, *_rewrite_changed(io, changes, target, sink, defaults, erase, replace)))
         if sink is not None:
             yield _group_written(sink, members)
 
     return run
 
 
-def _group_written(sink: ParquetSink, members: Sequence[tuple[int, int]]) -> pa.RecordBatch:
+def _group_written(sink: ParquetSink, members: Sequence[tuple[int, int, int]]) -> pa.RecordBatch:
     """Close ``sink``; one output row per file written into it."""
     key = sink.key if sink.close() else None
-    out = {"idx": [i for i, _ in members], "written": [key] * len(members), "rows": [n for _, n in members]}
+    out = {
+        "idx": [i for i, _, _ in members],
+        "written": [key] * len(members),
+        "rows": [n for _, n, _ in members],
+        "replaced": [r for _, _, r in members],
+    }
     return pa.RecordBatch.from_pydict(out, schema=_OUT_ARROW)
 
 
@@ -325,8 +348,10 @@ def _rewrite_changed(
     sink: ParquetSink,
     defaults: Mapping[int, Any],
     erase: Erase | None = None,
-) -> int:
-    """Rewrite one file from its change rows (idx, pos, op, path, values...) into ``sink``."""
+    replacing: Erase | None = None,
+) -> tuple[int, int]:
+    """Rewrite one file from its change rows (idx, pos, op, path, values...) into ``sink``; returns
+    the rows written and the rows ``replacing`` removed (``arrow_files.copy_file``)."""
     changes = changes.combine_chunks()
     op = changes.column(2).to_numpy(zero_copy_only=False)
     pos = changes.column(1).to_numpy(zero_copy_only=False)
@@ -338,4 +363,4 @@ def _rewrite_changed(
         values = [changes.column(4 + i).filter(mask).cast(f.type) for i, f in enumerate(target)]
         new = NewRows(pos[is_new], pa.Table.from_arrays(values, schema=target))
     dropped = np.unique(pos[op != _FILE])  # a replaced row is dropped, its new version put in its place
-    return copy_file(io, path, dropped, target, sink, new, defaults, erase)
+    return copy_file(io, path, dropped, target, sink, new, defaults, erase, replacing)

@@ -19,7 +19,9 @@ fits a packed code. It rewrites every candidate, touched or not: a large candida
 key is rewritten for nothing, which the price counts. Dense batches confined to a few partitions
 (the paper's Case 3) touch every candidate anyway and need no join to find their rows. Where a file
 to rewrite cannot be rewritten in Arrow, :func:`keyed_copy_on_write` returns None, having written
-nothing, and the caller joins. The rows updated and inserted are not counted (as for equality deletes).
+nothing, and the caller joins. The tasks count the live rows of the source's keys they drop: those are
+the rows updated, the other source rows are inserted (the keys are the table's identifier, so a key
+has at most one live row, as equality deletes assume).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ def batch_codec(schema: Schema, keys: Sequence[str], ranges: KeyRanges) -> KeyCo
     return codec_over(tuple(schema.find_field(k).field_id for k in keys), spans)
 
 
+BY_KEY_PROPERTY = "rowops.rewrite.by-key.enabled"  # "false": a copy-on-write always joins
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 

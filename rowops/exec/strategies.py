@@ -20,7 +20,13 @@ from pyspark.sql import functions as F
 
 from rowops.errors import UnmatchedFileError
 from rowops.exec.arrow_deletes import KeyDeletes, tasks_key_deletes
-from rowops.exec.arrow_rewrite import absorbs_updates, arrow_eligible, attach_small_files, rewrite_positions
+from rowops.exec.arrow_rewrite import (
+    Rewritten,
+    absorbs_updates,
+    arrow_eligible,
+    attach_small_files,
+    rewrite_positions,
+)
 from rowops.exec.changes import RowChanges
 from rowops.exec.compat import select_columns
 from rowops.exec.equality_deletes import equality_deleted_positions
@@ -192,7 +198,7 @@ def rewrite_files(
     if in_arrow:
         absorbed = {f.path for f in in_arrow} if _absorbs(ctx, new_rows_at) else set()
         updated = new_rows_at if absorbed else None
-        data = _rewrite_in_arrow(ctx, removed, in_arrow, index, updated, into)
+        data = _rewrite_in_arrow(ctx, removed, in_arrow, index, updated, into).files
         written = Written(data=data, absorbed=absorbed)
     arrow_paths = {f.path for f in in_arrow}
     by_spark = [f for f in targets if f.path not in arrow_paths]
@@ -238,18 +244,16 @@ def _rewrite_in_arrow(
     updated: DataFrame | None,
     into: Mapping[str, str] | None,
     batch: KeyDeletes | None = None,
-) -> list[WrittenFile]:
-    """``targets`` rewritten without their removed rows (positions; or the rows of ``batch``'s keys)
-    and the rows their deletes drop, with the ``updated`` rows (if any) in place of their old
-    versions; files of ``into`` go into their host's file."""
+) -> Rewritten:
+    """``targets`` rewritten without their removed rows (positions; or the rows of ``batch``'s keys,
+    counted per target) and the rows their deletes drop, with the ``updated`` rows (if any) in place
+    of their old versions; files of ``into`` go into their host's file."""
     dropped = [removed.select(FILE_COL, POS_COL)] if removed is not None else []
     old = position_deletes(ctx.spark, index.position_deletes_applying(targets), targets)
     in_task = tasks_key_deletes(ctx.metadata.schema(), index, targets)
     rest = [f for f in targets if f.path not in in_task]
     keyed = equality_deleted_positions(ctx.spark, ctx.metadata.schema(), index, rest)
     dropped += [d for d in (old, keyed) if d is not None]
-    if batch is not None:
-        in_task = {f.path: [*in_task.get(f.path, []), batch] for f in targets}
     directory = ctx.stage.next_dir("rewrite")
     positions = (
         functools.reduce(DataFrame.unionByName, dropped)
@@ -257,7 +261,16 @@ def _rewrite_in_arrow(
         else literal_frame(ctx.spark, [], [(FILE_COL, "string"), (POS_COL, "bigint")])
     )
     return rewrite_positions(
-        ctx.spark, ctx.metadata, directory.io, targets, positions, directory.key, updated, into, in_task
+        ctx.spark,
+        ctx.metadata,
+        directory.io,
+        targets,
+        positions,
+        directory.key,
+        updated,
+        into,
+        in_task,
+        batch,
     )
 
 
@@ -265,10 +278,12 @@ def rewrite_by_key(
     ctx: WriteContext, paths: set[str], into: Mapping[str, str], batch: KeyDeletes | None
 ) -> Written:
     """``paths`` rewritten in Arrow without the rows of ``batch``'s keys and of their deletes
-    (``exec/keyed_rewrite.py``: every file ``arrow_eligible``)."""
+    (``exec/keyed_rewrite.py``: every file ``arrow_eligible``); ``changed_rows``: the rows of
+    ``batch``'s keys each file held (live ones: rows its deletes remove are not counted)."""
     targets = [f for f in ctx.files.data if f.path in paths]
-    data = _rewrite_in_arrow(ctx, None, targets, delete_index(ctx.files), None, into, batch)
-    return Written(data=data).merge(_replaced(ctx, paths))
+    done = _rewrite_in_arrow(ctx, None, targets, delete_index(ctx.files), None, into, batch)
+    changed = {path: n for path, n in done.replaced.items() if n}
+    return Written(data=done.files, changed_rows=changed).merge(_replaced(ctx, paths))
 
 
 def delete_positions(ctx: WriteContext, removed: DataFrame, counts: dict[str, int]) -> Written:

@@ -30,17 +30,15 @@ class FileGroup:
 
     encoding: str
     files: int
-    changed_rows: int | None  # None: not counted (a rewrite by key)
+    changed_rows: int
     rows: int
 
     def describe(self) -> str:
         """One line of ``explain``.
 
-        >>> FileGroup("copy-on-write", 2, None, 3_000).describe()
-        'copy-on-write    2 files of 3,000 rows, rewritten by key (changed rows not counted)'
+        >>> FileGroup("copy-on-write", 2, 10, 3_000).describe()
+        'copy-on-write    2 files, 10 of 3,000 rows changed'
         """
-        if self.changed_rows is None:
-            return f"{self.encoding:<16} {self.files} files of {self.rows:,} rows, rewritten by key (changed rows not counted)"
         return f"{self.encoding:<16} {self.files} files, {self.changed_rows:,} of {self.rows:,} rows changed"
 
 

@@ -183,8 +183,9 @@ def choose_strategy(
     written under several partition specs (partition evolution, :func:`equality_delete_specs`): valid
     Iceberg that Iceberg Java reads, but DuckDB 1.5.5 fails on an equality delete whose spec has a
     field a data file's spec lacks, so only an explicit request writes them. ``by_key``: the MERGE
-    can be rewritten by key (a blind upsert on unique integer keys): its copy-on-write is priced as
-    the cheaper of the join and the rewrite by key (:func:`rowops.plan.cost.keyed_rewrite_cost`).
+    can be rewritten by key (a blind upsert on unique integer keys): where its keys are the table's
+    identifier (at most one live row per key), its copy-on-write, chosen or requested, runs as the
+    cheaper of the join and the rewrite by key (:func:`rowops.plan.cost.keyed_rewrite_cost`).
 
     >>> from rowops.spec.operations import simple_merge_spec
     >>> facts = TableFacts(identifier=("k",), partition_sources=("k",), data_files=4)
@@ -206,6 +207,14 @@ def choose_strategy(
     >>> keyed = choose_strategy("auto", simple_merge_spec(["k"]), facts, dense, 2.0, keys_unique=True, by_key=True)
     >>> keyed.strategy, keyed.by_key, keyed.reason
     ('copy-on-write', True, 'cheapest (read weight 2); rewritten by key, no join')
+    >>> forced = choose_strategy("copy-on-write", simple_merge_spec(["k"]), facts, dense, by_key=True)
+    >>> forced.by_key, forced.reason
+    (True, 'requested; rewritten by key, no join')
+    >>> choose_strategy("copy-on-write", simple_merge_spec(["k"]), facts, est, by_key=True).by_key
+    False
+    >>> no_key = TableFacts(identifier=(), partition_sources=("k",), data_files=4)
+    >>> choose_strategy("copy-on-write", simple_merge_spec(["k"]), no_key, dense, by_key=True).by_key
+    False
     >>> evolved = TableFacts(("k",), ("k",), 4, spec_id=1, older_specs=(SpecFacts(0, ("k",), 2),))
     >>> choose_strategy("auto", simple_merge_spec(["k"]), evolved, est, read_weight=0.0).strategy
     'hybrid'
@@ -221,6 +230,10 @@ def choose_strategy(
             raise UnsupportedStrategyError(
                 f"strategy='equality-delete' cannot encode this operation: {'; '.join(blockers)}"
             )
+    on = spec.on_columns if isinstance(spec, MergeSpec) else None
+    by_key = by_key and on is not None and set(on) == set(facts.identifier)
+    if requested == COPY_ON_WRITE and by_key and estimate is not None:
+        return _copy_on_write(reason, estimate, read_weight)
     if requested != "auto":
         return Decision(requested, reason)
     if facts.data_files == 0:
@@ -243,3 +256,11 @@ def choose_strategy(
     return Decision(
         HYBRID, f"position deletes are cheapest (read weight {read_weight:g}); dense files rewritten", costs
     )
+
+
+def _copy_on_write(reason: str, estimate: Estimate, read_weight: float) -> Decision:
+    """A requested copy-on-write: rewritten by key where that is cheaper than through the join."""
+    keyed = keyed_rewrite_cost(estimate, read_weight)
+    if keyed < strategy_costs(estimate, read_weight)[COPY_ON_WRITE]:
+        return Decision(COPY_ON_WRITE, f"{reason}; rewritten by key, no join", by_key=True)
+    return Decision(COPY_ON_WRITE, reason)

@@ -1,5 +1,8 @@
 """Copy-on-write rewrites in pyarrow tasks (``exec/arrow_rewrite.py``): which files take that way,
-and that what they write reads back as Spark's rewrite would, through every reader."""
+and that what they write reads back as Spark's rewrite would, through every reader.
+
+These tests are about the rewrite of the positions the MERGE join found: their tables turn the rewrite
+by key off (``rowops.rewrite.by-key.enabled``; ``test_optimizations`` tests that one)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, Layout, Oracle, frame, make_row
 from tests.spark.test_errors import assert_unchanged
 from tests.spark.test_nullability import STRICT
+
+JOINED = {"rowops.rewrite.by-key.enabled": "false"}  # a copy-on-write through the MERGE join
 
 N = 60
 BUCKET = Layout("bucket", ("bucket(4, k)",), ("k",))
@@ -38,7 +43,7 @@ def _create(lake, layout: Layout = BUCKET, format_version: int = 2):  # type: ig
         format_version=format_version,
     )
     # read weight 0: small rewritten files are rewritten, not merged into the new rows' files
-    table.set_properties(**{"rowops.read-weight": "0"})
+    table.set_properties(**{"rowops.read-weight": "0"}, **JOINED)
     return table, Oracle(layout, rows)
 
 
@@ -280,7 +285,7 @@ def test_small_files_go_into_the_rewrite_of_their_partition(lake, java) -> None:
     sizes = sorted(f.size for f in table.files().data)
     weight = 4 * sizes[-4] / (256 * 1024)  # merge threshold (``cost.worth_merging``) above the small files
     assert weight * 256 * 1024 < sizes[-3], "the base files must stay above the merge threshold"
-    table.set_properties(**{"rowops.read-weight": f"{weight:.6f}"})
+    table.set_properties(**{"rowops.read-weight": f"{weight:.6f}"}, **JOINED)
     before = {f.path for f in table.files().data}
     # g = k % 3: every base file; the first append's files of g 1 and 2 (5002, 5000); the new file of
     # g 0 the equality-delete merge wrote (5001); and one insert
@@ -308,7 +313,7 @@ def test_rewritten_files_of_a_partition_go_into_its_largest(lake, java) -> None:
         more = [make_row(k) for k in range(start, start + 300)]
         table.append(frame(lake.spark, more))
         oracle.upsert(more)
-    table.set_properties(**{"rowops.read-weight": "0"})
+    table.set_properties(**{"rowops.read-weight": "0"}, **JOINED)
     before = {f.path for f in table.files().data}
     assert len(before) == 9
     changes = [make_row(k, 1) for k in (0, 1, 2, 5000, 5001, 5002, 6000, 6001, 6002)]

@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 import rowops
 from rowops import operations
+from rowops.errors import CardinalityViolationError
 from rowops.exec.cardinality import repeated_matches_bitmap, repeated_matches_groupby
 from rowops.exec.changes import matched_rows, merge_changes
 from rowops.exec.compat import explain_text
@@ -23,6 +24,7 @@ from tests.readers import assert_readers_agree
 from tests.spark.spark_metrics import exchanges_above_scans_of, scans_of, shuffle_bytes_written
 from tests.spark.tables import BIG_ROWS as ROWS
 from tests.spark.tables import COLUMNS, frame, make_row, wide_source
+from tests.spark.test_errors import assert_unchanged
 
 
 @pytest.mark.parametrize("strategy", ["position-delete", "copy-on-write"])
@@ -206,7 +208,7 @@ def test_auto_paydown_clears_the_read_debt_of_every_candidate(any_lake, java, mo
     the dangling equality deletes are gone, and the rows are the upserted ones.
 
     A blind upsert on unique integer keys is rewritten by key (``exec/keyed_rewrite.py``): no MERGE
-    join, so no summary pass (and no row counts); a conditional MERGE joins, and counts."""
+    join, so no summary pass (its tasks count the live rows they replace); a conditional MERGE joins."""
     table, expected = _indebted(any_lake)
     joined = []
     monkeypatch.setattr(operations, "summarize", lambda *a, **k: joined.append(1) or summarize(*a, **k))
@@ -217,8 +219,7 @@ def test_auto_paydown_clears_the_read_debt_of_every_candidate(any_lake, java, mo
     expected.update({r[0]: r for r in rows})
     assert result.strategy == "copy-on-write"
     assert bool(joined) != blind
-    counts = (result.rows_updated, result.rows_inserted)
-    assert counts == ((None, None) if blind else (20, 2))
+    assert (result.rows_updated, result.rows_inserted) == (20, 2)
     files = table.files()
     index = delete_index(files)
     assert not files.deletes and not any(index.deletes_on(f) for f in files.data)
@@ -243,7 +244,55 @@ def test_dense_upsert_in_one_partition_is_rewritten_by_key(lake, java, monkeypat
     result = rowops.merge(frame(lake.spark, rows), table, on=["k"])
     expected.update({r[0]: r for r in rows})
     assert result.strategy == "copy-on-write" and "rewritten by key" in result.explain
-    assert not joined and (result.rows_updated, result.rows_inserted) == (None, None)
+    updated = sum(1 for r in rows if r[0] < 200)
+    assert not joined and (result.rows_updated, result.rows_inserted) == (updated, len(rows) - updated)
     files = table.files()
     assert not files.deletes and len(before - {f.path for f in files.data}) == 1
     assert_readers_agree(table, expected.values(), COLUMNS, java)
+
+
+@pytest.mark.parametrize("how", ["by-key", "property-off", "no-identifier"])
+def test_requested_copy_on_write_of_an_upsert_is_rewritten_by_key(lake, java, monkeypatch, how) -> None:  # type: ignore[no-untyped-def]
+    """A requested copy-on-write of a blind upsert on the table's identifier skips the MERGE join
+    where rewriting the candidate files by key is cheaper (a small table: always): no summary pass,
+    row counts from the rewrite tasks, no delete file, the rows read back through every reader. The
+    table property ``rowops.rewrite.by-key.enabled=false`` keeps the join, and so does a table whose
+    ``on`` columns are not its identifier (its keys could repeat in the target)."""
+    expected = {k: make_row(k) for k in range(200)}
+    identifier = [] if how == "no-identifier" else ["k"]
+    table = lake.create_table(
+        "db.t",
+        frame(lake.spark, list(expected.values())),
+        partition_by=["bucket(4, k)"],
+        identifier=identifier,
+    )
+    if how == "property-off":
+        table.set_properties(**{"rowops.rewrite.by-key.enabled": "false"})
+    joined = []
+    monkeypatch.setattr(operations, "summarize", lambda *a, **k: joined.append(1) or summarize(*a, **k))
+    rows = [make_row(k, 1) for k in (*range(0, 200, 7), 300, 301)]
+    result = rowops.merge(frame(lake.spark, rows), table, on=["k"], strategy="copy-on-write")
+    expected.update({r[0]: r for r in rows})
+    assert result.strategy == "copy-on-write" and bool(joined) == (how != "by-key")
+    assert ("rewritten by key" in result.explain) == (how == "by-key")
+    assert (result.rows_updated, result.rows_inserted, result.rows_deleted) == (len(rows) - 2, 2, 0)
+    assert not table.files().deletes
+    assert_readers_agree(table, expected.values(), COLUMNS, java)
+
+
+def test_requested_copy_on_write_with_repeated_source_keys_joins_and_fails(lake) -> None:  # type: ignore[no-untyped-def]
+    """Source keys that repeat are not rewritten by key: the MERGE joins, and a target row matched
+    twice is the cardinality violation it always was; nothing is written."""
+    table = lake.create_table(
+        "db.t",
+        frame(lake.spark, [make_row(k) for k in range(50)]),
+        partition_by=["bucket(4, k)"],
+        identifier=["k"],
+    )
+    rows = [make_row(3, 1), make_row(3, 2), make_row(60, 1)]
+    assert_unchanged(
+        lake,
+        lambda: rowops.merge(frame(lake.spark, rows), table, on=["k"], strategy="copy-on-write"),
+        CardinalityViolationError,
+        "[(3,)]",
+    )
