@@ -20,6 +20,10 @@ from pyspark.sql import functions as F
 
 from rowops.errors import UnmatchedFileError
 from rowops.exec.arrow_deletes import KeyDeletes, tasks_key_deletes
+from rowops.exec.arrow_key_files import write_key_files
+from rowops.exec.arrow_rewrite import (
+    ENABLED_PROPERTY as ARROW_PROPERTY,
+)
 from rowops.exec.arrow_rewrite import (
     Rewritten,
     absorbs_updates,
@@ -503,13 +507,23 @@ def _write_keys(
     rows: int | None,
     single_task: bool,
 ) -> Written:
-    """Equality deletes of ``key_rows``, once per partition spec of ``spec_ids``."""
-    return Written(
-        equality_deletes=[
-            w
-            for spec_id in spec_ids
-            for w in write_equality_deletes(
-                key_rows, keys, ctx.metadata, ctx.stage.next_dir("eq-deletes"), rows, single_task, spec_id
+    """Equality deletes of ``key_rows``, once per partition spec of ``spec_ids``: written by pyarrow
+    in Spark tasks (``exec/arrow_key_files.py``) unless the key types or the table property
+    ``rowops.rewrite.arrow.enabled=false`` leave them to Spark's writer."""
+    written = []
+    arrow = ctx.metadata.properties.get(ARROW_PROPERTY, "true").lower() == "true"
+    for spec_id in spec_ids:
+        directory = ctx.stage.next_dir("eq-deletes")
+        spec = ctx.metadata.specs()[spec_id]
+        schema = ctx.metadata.schema().select(*keys)
+        files = (
+            write_key_files(key_rows, schema, ctx.metadata, directory, spec, rows, single_task)
+            if arrow
+            else None
+        )
+        if files is None:
+            files = write_equality_deletes(
+                key_rows, keys, ctx.metadata, directory, rows, single_task, spec_id
             )
-        ]
-    )
+        written += files
+    return Written(equality_deletes=written)

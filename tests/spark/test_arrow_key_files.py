@@ -1,0 +1,67 @@
+"""Equality-delete files written by pyarrow in Spark tasks (``exec/arrow_key_files.py``): which key
+types take that way, and that the files read back as Spark's writer's would, through every reader."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import types as T
+
+import rowops
+from tests.conftest import make_lake
+from tests.readers import assert_readers_agree
+from tests.spark.tables import COLUMNS, Layout, Oracle, frame, make_row
+
+
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
+def lake(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """Executors write the key files through pyarrow's file system: local disk and S3."""
+    return make_lake(request.param, request)
+
+
+@pytest.mark.parametrize(
+    ("layout", "arrow"),
+    [
+        (Layout("bucket", ("bucket(4, k)",), ("k",)), True),
+        (Layout("identity", ("g",), ("g", "k")), True),
+        (Layout("unpartitioned", (), ("k",)), True),
+        (Layout("days", ("days(d)",), ("d", "k")), False),  # a date key: Spark's writer
+    ],
+    ids=lambda v: v.name if isinstance(v, Layout) else str(v),
+)
+def test_equality_delete_files_by_key_type(lake, java, layout, arrow) -> None:  # type: ignore[no-untyped-def]
+    rows = [make_row(k) for k in range(60)]
+    table = lake.create_table(
+        "db.t", frame(lake.spark, rows), partition_by=list(layout.partition_by), identifier=list(layout.keys)
+    )
+    oracle = Oracle(layout, rows)
+    changes = [make_row(k, 1) for k in (*range(0, 60, 4), 100, 101)]
+    result = rowops.merge(frame(lake.spark, changes), table, on=list(layout.keys), strategy="equality-delete")
+    oracle.upsert(changes)
+    deletes = table.files().equality_deletes
+    assert result.delete_files_added == len(deletes) > 0
+    assert all(("/eq-arrow-" in d.path) == arrow for d in deletes)
+    assert sum(d.record_count for d in deletes) == len(changes)
+    assert_readers_agree(table, oracle.values(), COLUMNS, java)
+
+
+@pytest.mark.parametrize("enabled", ["true", "false"])
+def test_string_keys_in_truncated_partitions(lake, java, enabled) -> None:  # type: ignore[no-untyped-def]
+    """String keys, partitioned by a truncation of the key: one file per partition, its partition
+    value parsed from Spark's; ``rowops.rewrite.arrow.enabled=false`` leaves them to Spark's writer."""
+    schema = T.StructType([T.StructField("id", T.StringType(), False), T.StructField("v", T.LongType())])
+    rows = {f"{c}{i}": i for c in "ab%é" for i in range(10)}
+    df = lake.spark.createDataFrame(sorted(rows.items()), schema)
+    table = lake.create_table("db.t", df, partition_by=["truncate(1, id)"], identifier=["id"])
+    table.set_properties(**{"rowops.rewrite.arrow.enabled": enabled})
+    changes = {"a1": 100, "%2": 100, "é3": 100, "z9": 100}
+    rowops.merge(
+        lake.spark.createDataFrame(sorted(changes.items()), schema),
+        table,
+        on=["id"],
+        strategy="equality-delete",
+    )
+    rows.update(changes)
+    deletes = table.files().equality_deletes
+    assert sorted(d.partition for d in deletes) == [("%",), ("a",), ("z",), ("é",)]
+    assert all(("/eq-arrow-" in d.path) == (enabled == "true") for d in deletes)
+    assert_readers_agree(table, sorted(rows.items()), ["id", "v"], java)
