@@ -20,10 +20,6 @@ from pyspark.sql import functions as F
 
 from rowops.errors import UnmatchedFileError
 from rowops.exec.arrow_deletes import KeyDeletes, tasks_key_deletes
-from rowops.exec.arrow_key_files import write_key_files
-from rowops.exec.arrow_rewrite import (
-    ENABLED_PROPERTY as ARROW_PROPERTY,
-)
 from rowops.exec.arrow_rewrite import (
     Rewritten,
     absorbs_updates,
@@ -31,6 +27,7 @@ from rowops.exec.arrow_rewrite import (
     attach_small_files,
     rewrite_positions,
 )
+from rowops.exec.arrow_writes import arrow_writable, write_in_arrow
 from rowops.exec.changes import RowChanges
 from rowops.exec.compat import select_columns
 from rowops.exec.equality_deletes import equality_deleted_positions
@@ -337,15 +334,15 @@ def write_new_rows(ctx: WriteContext, new_rows: DataFrame, count: int | None, ex
     if count is not None and not ctx.metadata.spec().fields:
         files = max(1, math.ceil(count * ctx.bytes_per_row / ctx.target_file_size))
     max_rows = max(int(ctx.target_file_size / max(ctx.bytes_per_row, 1.0)), 1)
+    rows, directory, spec = count if exact else None, ctx.stage.next_dir("data"), ctx.metadata.spec()
+    schema, single = ctx.metadata.schema(), one_task(count)
+    if arrow_writable(schema, ctx.metadata, spec, count):  # ``exec/arrow_writes.py``
+        return Written(
+            data=write_in_arrow(new_rows, schema, ctx.metadata, directory, spec, rows, single, max_rows)
+        )
     return Written(
         data=write_data(
-            new_rows,
-            ctx.metadata,
-            ctx.stage.next_dir("data"),
-            files=files,
-            max_rows=max_rows,
-            rows=count if exact else None,
-            single_task=one_task(count),
+            new_rows, ctx.metadata, directory, files=files, max_rows=max_rows, rows=rows, single_task=single
         )
     )
 
@@ -508,22 +505,17 @@ def _write_keys(
     single_task: bool,
 ) -> Written:
     """Equality deletes of ``key_rows``, once per partition spec of ``spec_ids``: written by pyarrow
-    in Spark tasks (``exec/arrow_key_files.py``) unless the key types or the table property
-    ``rowops.rewrite.arrow.enabled=false`` leave them to Spark's writer."""
-    written = []
-    arrow = ctx.metadata.properties.get(ARROW_PROPERTY, "true").lower() == "true"
+    in Spark tasks where ``arrow_writes.arrow_writable``, else by Spark."""
+    written: list[WrittenFile] = []
+    schema = ctx.metadata.schema().select(*keys)
     for spec_id in spec_ids:
-        directory = ctx.stage.next_dir("eq-deletes")
-        spec = ctx.metadata.specs()[spec_id]
-        schema = ctx.metadata.schema().select(*keys)
-        files = (
-            write_key_files(key_rows, schema, ctx.metadata, directory, spec, rows, single_task)
-            if arrow
-            else None
-        )
-        if files is None:
-            files = write_equality_deletes(
+        directory, spec = ctx.stage.next_dir("eq-deletes"), ctx.metadata.specs()[spec_id]
+        if arrow_writable(schema, ctx.metadata, spec, rows):
+            written += write_in_arrow(
+                key_rows, schema, ctx.metadata, directory, spec, rows, single_task, prefix="eq"
+            )
+        else:
+            written += write_equality_deletes(
                 key_rows, keys, ctx.metadata, directory, rows, single_task, spec_id
             )
-        written += files
     return Written(equality_deletes=written)

@@ -1,5 +1,6 @@
-"""Equality-delete files written by pyarrow in Spark tasks (``exec/arrow_key_files.py``): which key
-types take that way, and that the files read back as Spark's writer's would, through every reader."""
+"""New data and equality-delete files written by pyarrow in Spark tasks (``exec/arrow_writes.py``):
+which tables take that way, and that the files read back as Spark's writer's would, through every
+reader."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pyspark.sql import types as T
 import rowops
 from tests.conftest import make_lake
 from tests.readers import assert_readers_agree
-from tests.spark.tables import COLUMNS, Layout, Oracle, frame, make_row
+from tests.spark.tables import COLUMNS, SCHEMA, Layout, Oracle, frame, make_row
 
 
 @pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
@@ -23,8 +24,9 @@ def lake(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     [
         (Layout("bucket", ("bucket(4, k)",), ("k",)), True),
         (Layout("identity", ("g",), ("g", "k")), True),
-        (Layout("unpartitioned", (), ("k",)), True),
-        (Layout("days", ("days(d)",), ("d", "k")), False),  # a date key: Spark's writer
+        (Layout("unpartitioned", (), ("k",)), False),  # and a row count the write does not know
+        (Layout("days", ("days(d)",), ("d", "k")), True),
+        (Layout("hours", ("hours(ts)",), ("ts", "k")), False),  # a timestamp key: Spark's writer
     ],
     ids=lambda v: v.name if isinstance(v, Layout) else str(v),
 )
@@ -34,12 +36,15 @@ def test_equality_delete_files_by_key_type(lake, java, layout, arrow) -> None:  
         "db.t", frame(lake.spark, rows), partition_by=list(layout.partition_by), identifier=list(layout.keys)
     )
     oracle = Oracle(layout, rows)
+    before = {f.path for f in table.files().data}
     changes = [make_row(k, 1) for k in (*range(0, 60, 4), 100, 101)]
     result = rowops.merge(frame(lake.spark, changes), table, on=list(layout.keys), strategy="equality-delete")
     oracle.upsert(changes)
-    deletes = table.files().equality_deletes
-    assert result.delete_files_added == len(deletes) > 0
+    files = table.files()
+    deletes, new = files.equality_deletes, [f for f in files.data if f.path not in before]
+    assert result.delete_files_added == len(deletes) > 0 and new
     assert all(("/eq-arrow-" in d.path) == arrow for d in deletes)
+    assert not any("/new-arrow-" in f.path for f in new)  # the rows have a timestamp: Spark's writer
     assert sum(d.record_count for d in deletes) == len(changes)
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
 
@@ -65,3 +70,28 @@ def test_string_keys_in_truncated_partitions(lake, java, enabled) -> None:  # ty
     assert sorted(d.partition for d in deletes) == [("%",), ("a",), ("z",), ("é",)]
     assert all(("/eq-arrow-" in d.path) == (enabled == "true") for d in deletes)
     assert_readers_agree(table, sorted(rows.items()), ["id", "v"], java)
+
+
+@pytest.mark.parametrize("partition_by", [["bucket(4, k)"], ["truncate(10, k)"]], ids=["bucket", "truncate"])
+def test_new_rows_of_plain_columns_are_written_in_arrow(lake, java, partition_by) -> None:  # type: ignore[no-untyped-def]
+    """A table of columns whose Arrow form Spark and Iceberg agree on (no timestamp): the new rows of
+    every encoding's MERGE are written by pyarrow, one file per partition, and read back the same
+    through every reader."""
+    columns = ["k", "g", "s", "amt", "d", "x", "flag", "n"]
+    schema = T.StructType([f for f in SCHEMA.fields if f.name in columns])
+    plain = [tuple(v for v, c in zip(make_row(k), COLUMNS, strict=True) if c in columns) for k in range(40)]
+    table = lake.create_table(
+        "db.t", lake.spark.createDataFrame(plain, schema), partition_by=partition_by, identifier=["k"]
+    )
+    expected = {r[0]: r for r in plain}
+    for strategy, version in (("equality-delete", 1), ("copy-on-write", 2), ("position-delete", 3)):
+        before = {f.path for f in table.files().data}
+        rows = [
+            tuple(v for v, c in zip(make_row(k, version), COLUMNS, strict=True) if c in columns)
+            for k in (*range(version, 40, 6), 100 + version)
+        ]
+        rowops.merge(lake.spark.createDataFrame(rows, schema), table, on=["k"], strategy=strategy)
+        expected.update({r[0]: r for r in rows})
+        new = [f.path for f in table.files().data if f.path not in before]
+        assert any("/new-arrow-" in p for p in new), (strategy, new)
+        assert_readers_agree(table, expected.values(), columns, java)
