@@ -61,7 +61,7 @@ from rowops.exec.literal_frames import literal_frame
 from rowops.exec.placement import groups_cost, task_keys
 from rowops.exec.store_assignment import stored_sql
 from rowops.exec.types import to_spark_type
-from rowops.exec.write import read_footers
+from rowops.exec.write import verified_footers
 from rowops.meta.defaults import initial_defaults
 from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.fileio import make_io
@@ -254,16 +254,7 @@ def _verified(
         if path is not None:
             written.setdefault(path, i)
     rows = sum(n for _, n, _ in results.values())
-    try:
-        footers = read_footers(io, list(written))
-        on_disk = sum(int(footer.num_rows) for footer, _ in footers.values())
-    except OSError:  # FileNotFoundError: written on an executor's own disk
-        footers, on_disk = {}, -1
-    if on_disk != rows:
-        raise WriteVerificationError(
-            f"The rewrite tasks wrote {rows} rows into {len(written)} files, but the driver reads "
-            f"{max(on_disk, 0)} there: executors wrote where the driver cannot read"
-        )
+    footers = verified_footers(io, list(written), rows, "The rewrite tasks")
     return [WrittenFile(path, targets[i].partition, footer=footers[path]) for path, i in written.items()]
 
 

@@ -47,14 +47,14 @@ from pyspark.sql import functions as F
 
 from rowops.errors import WriteVerificationError
 from rowops.exec.arrow_files import ParquetSink, target_schema, writer_options
+from rowops.exec.arrow_rewrite import ENABLED_PROPERTY  # "false": Spark's writer too
 from rowops.exec.store_assignment import typed_rows
 from rowops.exec.transforms import parse_value, partition_value
-from rowops.exec.write import StagedDir, distribution_mode, one_task, read_footers
+from rowops.exec.write import StagedDir, distribution_mode, one_task, verified_footers
 from rowops.meta.fileio import make_io
 from rowops.meta.files import WrittenFile
 from rowops.meta.paths import join
 
-ENABLED_PROPERTY = "rowops.rewrite.arrow.enabled"  # "false": Spark's writer (and Spark's rewrite)
 # types Spark hands to Arrow as Iceberg stores them (timestamps, binary, fixed, uuid: Spark's writer)
 _TYPES = (BooleanType, IntegerType, LongType, FloatType, DoubleType, DecimalType, DateType, StringType)
 _OUT_SCHEMA = "key string, part string, rows long"
@@ -179,17 +179,9 @@ def _verified(
     """The written files with their partitions, after checking that the driver reads, in their
     footers, every row the tasks wrote (and ``rows``, when known)."""
     written = sum(n for _, _, n in results)
-    try:
-        footers = read_footers(directory.io, [key for key, _, _ in results])
-        on_disk = sum(int(footer.num_rows) for footer, _ in footers.values())
-    except OSError:  # FileNotFoundError: written on an executor's own disk
-        footers, on_disk = {}, -1
-    if on_disk != written or (rows is not None and written != rows):
-        raise WriteVerificationError(
-            f"The write tasks wrote {written} rows into {len(results)} files (expected "
-            f"{rows if rows is not None else written}), but the driver reads {max(on_disk, 0)} there: "
-            "executors wrote where the driver cannot read"
-        )
+    if rows is not None and written != rows:
+        raise WriteVerificationError(f"The write tasks wrote {written} rows where {rows} were to be written")
+    footers = verified_footers(directory.io, [key for key, _, _ in results], written, "The write tasks")
     types = [f.transform.result_type(schema.find_field(f.source_id).field_type) for f in spec.fields]
     return [
         WrittenFile(

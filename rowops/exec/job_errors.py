@@ -46,8 +46,10 @@ def _job_error(context: str, exc: Exception) -> RowOpsError:
     if python and ("Traceback" in summary or "Python worker" in summary):
         summary = python[-1]  # a Python worker's error: its last line says what went wrong
     if "FileNotFoundException" in summary or summary.startswith("FileNotFoundError"):  # e.g. executors
-        # that do not share the driver's disk (a JVM reader's or a Python task's, e.g. exec/arrow_rewrite)
-        return MissingFileError(f"Spark found no file it had to read in {context}: {summary[:500]}")
+        # that do not share the driver's disk (a JVM reader's or a Python task's, e.g. exec/arrow_rewrite);
+        # Spark's readers say the file "does not exist", pyarrow's "No such file": say it either way
+        detail = summary[:500] if "does not exist" in summary else f"the file does not exist: {summary[:500]}"
+        return MissingFileError(f"Spark found no file it had to read in {context}: {detail}")
     return SparkJobError(f"Spark failed in {context}: {summary[:500]}")
 
 

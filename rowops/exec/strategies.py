@@ -330,9 +330,6 @@ def write_new_rows(ctx: WriteContext, new_rows: DataFrame, count: int | None, ex
     """
     if exact and count == 0:
         return Written()
-    files = None
-    if count is not None and not ctx.metadata.spec().fields:
-        files = max(1, math.ceil(count * ctx.bytes_per_row / ctx.target_file_size))
     max_rows = max(int(ctx.target_file_size / max(ctx.bytes_per_row, 1.0)), 1)
     rows, directory, spec = count if exact else None, ctx.stage.next_dir("data"), ctx.metadata.spec()
     schema, single = ctx.metadata.schema(), one_task(count)
@@ -340,6 +337,9 @@ def write_new_rows(ctx: WriteContext, new_rows: DataFrame, count: int | None, ex
         return Written(
             data=write_in_arrow(new_rows, schema, ctx.metadata, directory, spec, rows, single, max_rows)
         )
+    files = None
+    if count is not None and not spec.fields:
+        files = max(1, math.ceil(count * ctx.bytes_per_row / ctx.target_file_size))
     return Written(
         data=write_data(
             new_rows, ctx.metadata, directory, files=files, max_rows=max_rows, rows=rows, single_task=single

@@ -132,6 +132,23 @@ def list_written(spark: SparkSession, directory: str) -> list[tuple[str, str]]:
     return sorted(found)
 
 
+def verified_footers(io: FileIO, paths: Sequence[str], rows: int, writers: str) -> dict[str, Footer]:
+    """The footers of the files at ``paths``, after checking that the driver reads in them the
+    ``rows`` rows ``writers`` (e.g. "The rewrite tasks") wrote there (:class:`WriteVerificationError`
+    otherwise, e.g. executors that wrote on a disk of their own)."""
+    try:
+        footers = read_footers(io, paths)
+        on_disk = sum(int(footer.num_rows) for footer, _ in footers.values())
+    except OSError:  # FileNotFoundError: written on an executor's own disk
+        footers, on_disk = {}, -1
+    if on_disk != rows:
+        raise WriteVerificationError(
+            f"{writers} wrote {rows} rows into {len(paths)} files, but the driver reads "
+            f"{max(on_disk, 0)} there: executors wrote where the driver cannot read"
+        )
+    return footers
+
+
 def read_footers(io: FileIO, paths: Sequence[str]) -> dict[str, Footer]:
     """The footer and size of each Parquet file at ``paths`` (read in parallel threads)."""
     if len(paths) <= 1:
