@@ -61,9 +61,12 @@ def test_reading_files_the_executors_cannot_see_is_an_error(  # type: ignore[no-
 ) -> None:
     target = LakeTarget(str(unshared / "read"))
     shared = target.open(sessions.use(shared_cluster))
-    shared.create_table(
+    created = shared.create_table(
         "db.t", frame(shared.spark, _rows(range(50))), partition_by=["bucket(4, k)"], identifier=["k"]
     )
+    # the copy-on-write through the join reads the target first; rewritten by key, it writes the
+    # source rows first, and that write is the error (below)
+    created.set_properties(**{"rowops.rewrite.by-key.enabled": "false"})
     before = fingerprint(shared.root)
 
     lake = target.open(sessions.use(private_cluster))
@@ -79,6 +82,11 @@ def test_reading_files_the_executors_cannot_see_is_an_error(  # type: ignore[no-
     with pytest.raises(Exception, match=r"(?i)(not exist|FileNotFound)"):  # a plain read fails in Spark
         table.to_df().collect()
     assert fingerprint(lake.root) == before
+    shared.table("db.t").set_properties(**{"rowops.rewrite.by-key.enabled": "true"})
+    before = fingerprint(shared.root)
+    with pytest.raises(errors.WriteVerificationError, match="executors wrote where the driver cannot read"):
+        rowops.merge(source, lake.table("db.t"), on=["k"], strategy="copy-on-write")
+    assert fingerprint(lake.root) == before, "a failed MERGE changed the lake"
 
 
 def test_a_write_the_driver_cannot_see_is_an_error_not_an_empty_commit(  # type: ignore[no-untyped-def]
