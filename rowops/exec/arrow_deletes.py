@@ -78,6 +78,18 @@ class KeyDeletes:
     paths: tuple[str, ...]
 
 
+@dataclass(frozen=True, eq=False)
+class KeyCodes:
+    """Keys given as their codes (sorted, distinct), not as delete files: the source keys of a rewrite
+    by key, collected before any file is written (``exec/keyed_rewrite.py``)."""
+
+    codec: KeyCodec
+    codes: np.ndarray
+
+
+Keys = KeyDeletes | KeyCodes
+
+
 def key_deletes(schema: Schema, deletes: Sequence[LiveFile]) -> list[KeyDeletes] | None:
     """The deletes of one data file as :class:`KeyDeletes` (one per set of equality columns), or None
     when some cannot be applied in a task (non-integer keys, missing bounds, too many codes)."""
@@ -190,7 +202,7 @@ class DeletedKeys:
         self.codes: dict[tuple[KeyCodec, tuple[str, ...]], np.ndarray] = {}
         self.keys: dict[tuple[str, tuple[int, ...]], Columns] = {}
 
-    def mask(self, batch: pa.RecordBatch, deletes: Sequence[KeyDeletes]) -> np.ndarray | None:
+    def mask(self, batch: pa.RecordBatch, deletes: Sequence[Keys]) -> np.ndarray | None:
         """Which rows of ``batch`` (columns with field ids) some delete of ``deletes`` removes."""
         hit: np.ndarray | None = None
         for d in deletes:
@@ -203,7 +215,9 @@ class DeletedKeys:
             hit = found if hit is None else hit | found
         return hit
 
-    def _codes(self, deletes: KeyDeletes) -> np.ndarray:
+    def _codes(self, deletes: Keys) -> np.ndarray:
+        if isinstance(deletes, KeyCodes):
+            return deletes.codes
         key = (deletes.codec, deletes.paths)
         if key not in self.codes:
             parts = [self._file_codes(path, deletes.codec) for path in deletes.paths]

@@ -52,7 +52,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rowops.errors import WriteVerificationError
-from rowops.exec.arrow_deletes import DeletedKeys, KeyDeletes
+from rowops.exec.arrow_deletes import DeletedKeys, KeyDeletes, Keys
 from rowops.exec.arrow_files import Erase, NewRows, ParquetSink, copy_file, target_schema, writer_options
 from rowops.exec.compat import default_parallelism, select_columns, select_exprs
 from rowops.exec.equality_deletes import needs_partition_scope
@@ -120,7 +120,7 @@ def rewrite_positions(
     replaced: DataFrame | None = None,
     into: Mapping[str, str] | None = None,
     keyed: Mapping[str, Sequence[KeyDeletes]] | None = None,
-    replacing: KeyDeletes | None = None,
+    replacing: Keys | None = None,
 ) -> Rewritten:
     """Rewrite ``targets`` without the ``(_file, _pos)`` rows of ``dropped`` and with the rows of
     ``replaced`` in place of the rows they replace; one file per target, or per group (``into``).
@@ -264,7 +264,7 @@ def _rewrite_task(
     directory: str,
     group: Sequence[int],
     deletes: Sequence[Sequence[KeyDeletes]],
-    replacing: KeyDeletes | None = None,
+    replacing: Keys | None = None,
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function: the change rows of each file (sorted by group, file, position)
     become one output row per file (idx, written file, rows written, rows of ``replacing``'s keys

@@ -31,11 +31,13 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO, TypeVar, cast
 
+import pyarrow as pa
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.util import inheritable_thread_target
 
 from rowops.exec.literal_frames import sql_identifier
@@ -58,6 +60,16 @@ def is_connect(spark: SparkSession | DataFrame) -> bool:
     installation (and its Python workers, which import rowops) may lack.
     """
     return type(spark).__module__.startswith(_CONNECT)
+
+
+def collect_arrow(df: DataFrame) -> pa.Table:
+    """The rows of ``df`` on the driver as one Arrow table, without a Python object per value:
+    ``toArrow`` (Spark 4), else the collection ``toPandas`` makes (Spark 3.5)."""
+    to_arrow = getattr(df, "toArrow", None)  # Spark 4's, both classic and Connect
+    if callable(to_arrow):
+        return cast(pa.Table, to_arrow())
+    batches = df._collect_as_arrow()
+    return pa.Table.from_batches(batches) if batches else to_arrow_schema(df.schema).empty_table()
 
 
 def session_key(spark: SparkSession) -> str:

@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rowops.errors import UnmatchedFileError
-from rowops.exec.arrow_deletes import KeyDeletes, tasks_key_deletes
+from rowops.exec.arrow_deletes import Keys, tasks_key_deletes
 from rowops.exec.arrow_rewrite import (
     Rewritten,
     absorbs_updates,
@@ -244,7 +244,7 @@ def _rewrite_in_arrow(
     index: DeleteIndex,
     updated: DataFrame | None,
     into: Mapping[str, str] | None,
-    batch: KeyDeletes | None = None,
+    batch: Keys | None = None,
 ) -> Rewritten:
     """``targets`` rewritten without their removed rows (positions; or the rows of ``batch``'s keys,
     counted per target) and the rows their deletes drop, with the ``updated`` rows (if any) in place
@@ -276,7 +276,7 @@ def _rewrite_in_arrow(
 
 
 def rewrite_by_key(
-    ctx: WriteContext, paths: set[str], into: Mapping[str, str], batch: KeyDeletes | None
+    ctx: WriteContext, paths: set[str], into: Mapping[str, str], batch: Keys | None
 ) -> Written:
     """``paths`` rewritten in Arrow without the rows of ``batch``'s keys and of their deletes
     (``exec/keyed_rewrite.py``: every file ``arrow_eligible``); ``changed_rows``: the rows of

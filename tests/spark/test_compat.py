@@ -12,7 +12,14 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from rowops.exec.compat import default_parallelism, explain_text, parquet_files, select_columns, with_metadata
+from rowops.exec.compat import (
+    collect_arrow,
+    default_parallelism,
+    explain_text,
+    parquet_files,
+    select_columns,
+    with_metadata,
+)
 from rowops.exec.placement import partition_keys, spark_hash_int
 from rowops.exec.stats import UNKNOWN_SIZE, plan_bytes
 from rowops.meta.hadoop_uri import qualified_uri
@@ -124,6 +131,17 @@ def _round_trips(spark, build):  # type: ignore[no-untyped-def]
         return build(), len(calls)
     finally:
         ClientServerConnection.send_command = original  # type: ignore[method-assign]
+
+
+def test_collect_arrow_is_collect(spark) -> None:  # type: ignore[no-untyped-def]
+    df = spark.range(0, 25_000, 1, 3).select(
+        (F.col("id") * 3).alias("k"), F.lit(None).cast("string").alias("s")
+    )
+    table = collect_arrow(df)
+    assert table.column_names == ["k", "s"] and table.num_rows == 25_000
+    assert sorted(table.column("k").to_pylist()) == [r["k"] for r in df.orderBy("k").collect()]
+    empty = collect_arrow(df.where("k < 0"))
+    assert empty.column_names == ["k", "s"] and empty.num_rows == 0
 
 
 def test_select_columns_is_select_by_exact_names(spark) -> None:  # type: ignore[no-untyped-def]

@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 import rowops
 from rowops import operations
 from rowops.errors import CardinalityViolationError
+from rowops.exec import keyed_rewrite
 from rowops.exec.cardinality import repeated_matches_bitmap, repeated_matches_groupby
 from rowops.exec.changes import matched_rows, merge_changes
 from rowops.exec.compat import explain_text
@@ -251,13 +252,20 @@ def test_dense_upsert_in_one_partition_is_rewritten_by_key(lake, java, monkeypat
     assert_readers_agree(table, expected.values(), COLUMNS, java)
 
 
-@pytest.mark.parametrize("how", ["by-key", "property-off", "no-identifier"])
+@pytest.mark.parametrize("how", ["by-key", "by-key-from-files", "property-off", "no-identifier"])
 def test_requested_copy_on_write_of_an_upsert_is_rewritten_by_key(lake, java, monkeypatch, how) -> None:  # type: ignore[no-untyped-def]
     """A requested copy-on-write of a blind upsert on the table's identifier skips the MERGE join
     where rewriting the candidate files by key is cheaper (a small table: always): no summary pass,
     row counts from the rewrite tasks, no delete file, the rows read back through every reader. The
-    table property ``rowops.rewrite.by-key.enabled=false`` keeps the join, and so does a table whose
-    ``on`` columns are not its identifier (its keys could repeat in the target)."""
+    source's keys go to the rewrite collected (a small source: the writes run together) or, past
+    ``MAX_COLLECTED_KEYS``, read from the new files. The table property
+    ``rowops.rewrite.by-key.enabled=false`` keeps the join, and so does a table whose ``on`` columns
+    are not its identifier (its keys could repeat in the target)."""
+    if how == "by-key-from-files":
+        monkeypatch.setattr(keyed_rewrite, "MAX_COLLECTED_KEYS", 1)
+    collected = []
+    codes = keyed_rewrite.source_codes
+    monkeypatch.setattr(keyed_rewrite, "source_codes", lambda *a: collected.append(1) or codes(*a))
     expected = {k: make_row(k) for k in range(200)}
     identifier = [] if how == "no-identifier" else ["k"]
     table = lake.create_table(
@@ -273,8 +281,10 @@ def test_requested_copy_on_write_of_an_upsert_is_rewritten_by_key(lake, java, mo
     rows = [make_row(k, 1) for k in (*range(0, 200, 7), 300, 301)]
     result = rowops.merge(frame(lake.spark, rows), table, on=["k"], strategy="copy-on-write")
     expected.update({r[0]: r for r in rows})
-    assert result.strategy == "copy-on-write" and bool(joined) == (how != "by-key")
-    assert ("rewritten by key" in result.explain) == (how == "by-key")
+    by_key = how.startswith("by-key")
+    assert result.strategy == "copy-on-write" and bool(joined) != by_key
+    assert ("rewritten by key" in result.explain) == by_key
+    assert bool(collected) == (how == "by-key")
     assert (result.rows_updated, result.rows_inserted, result.rows_deleted) == (len(rows) - 2, 2, 0)
     assert not table.files().deletes
     assert_readers_agree(table, expected.values(), COLUMNS, java)
