@@ -161,7 +161,13 @@ def _rewrite_by_key(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[
         return None
     rows = planned.source_keys.rows
     written = keyed_copy_on_write(
-        ctx, planned.source, rows, planned.key_codec, planned.candidates, planned.read_weight
+        ctx,
+        planned.source,
+        rows,
+        planned.key_codec,
+        planned.candidates,
+        planned.read_weight,
+        planned.source_keys.codes,
     )
     if written is None:
         return None

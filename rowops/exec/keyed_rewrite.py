@@ -30,15 +30,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-import numpy as np
 from pyiceberg.schema import Schema
 from pyspark.sql import DataFrame
-from pyspark.sql import types as T
 
-from rowops.exec.arrow_deletes import KeyCodec, KeyCodes, KeyDeletes, codec_over, integer_column
+from rowops.exec import key_codes
+from rowops.exec.arrow_deletes import KeyCodec, KeyCodes, KeyDeletes
 from rowops.exec.arrow_rewrite import arrow_eligible
-from rowops.exec.compat import collect_arrow, select_columns
-from rowops.exec.equality_deletes import packed_key
+from rowops.exec.key_codes import batch_codec, integral_keys
 from rowops.exec.parallel import run_together
 from rowops.exec.prescan import SourceKeys
 from rowops.exec.strategies import (
@@ -52,31 +50,9 @@ from rowops.exec.strategies import (
 from rowops.meta.delete_index import delete_index
 from rowops.meta.files import LiveFile
 from rowops.plan.cost import worth_merging
-from rowops.plan.pruning import KeyRanges
 from rowops.spec.operations import MergeSpec, OperationSpec
 
-
-def batch_codec(schema: Schema, keys: Sequence[str], ranges: KeyRanges) -> KeyCodec | None:
-    """The codec of the source keys over their overall range (None: a key column is not an integer,
-    a range is unknown, or the key space exceeds :data:`~rowops.exec.arrow_deletes.MAX_CODES`).
-
-    >>> from pyiceberg.schema import NestedField
-    >>> from pyiceberg.types import IntegerType, LongType
-    >>> schema = Schema(NestedField(1, "a", LongType()), NestedField(2, "b", IntegerType()))
-    >>> ranges = KeyRanges({(0,): {"a": (5, 9), "b": (0, 1)}, (1,): {"a": (2, 3), "b": (1, 1)}})
-    >>> batch_codec(schema, ["a", "b"], ranges)
-    KeyCodec(field_ids=(1, 2), lows=(0, 0), widths=(16, 4))
-    """
-    overall = ranges.overall or {}
-    bounds = [overall.get(k) for k in keys]
-    spans = [(int(b[0]), int(b[1])) for b in bounds if b is not None]
-    if len(spans) < len(keys) or not all(integer_column(schema, k) for k in keys):
-        return None
-    return codec_over(tuple(schema.find_field(k).field_id for k in keys), spans)
-
-
 BY_KEY_PROPERTY = "rowops.rewrite.by-key.enabled"  # "false": a copy-on-write always joins
-_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 
 def rewrite_codec(
@@ -92,9 +68,7 @@ def rewrite_codec(
     if source is None or source_keys is None or not source_keys.keys_unique:
         return None
     keys = list(spec.on_columns)
-    if not all(isinstance(f.dataType, _INTEGRAL) for f in select_columns(source, keys).schema.fields):
-        return None
-    return batch_codec(schema, keys, source_keys.ranges)
+    return batch_codec(schema, keys, source_keys.ranges) if integral_keys(source, keys) else None
 
 
 def keyed_copy_on_write(
@@ -104,15 +78,16 @@ def keyed_copy_on_write(
     codec: KeyCodec,
     candidates: Sequence[LiveFile],
     read_weight: float,
+    codes: KeyCodes | None = None,
 ) -> Written | None:
     """The upsert of ``source`` (``rows`` rows, when known) as new data files, and every file of
     ``candidates`` (and the small files of their partitions) rewritten without the rows of the
     source's keys (packed by ``codec``) and without the rows their deletes remove; None, with nothing
     written, when some of those files cannot be rewritten in Arrow.
 
-    With at most :data:`MAX_COLLECTED_KEYS` source rows, their key codes are collected first
-    (:func:`source_codes`) and the new rows and the rewrite are written together
-    (``parallel.run_together``); otherwise the rewrite looks the keys up in the new files.
+    A small source's key ``codes`` (collected by the pre-scan, else here: ``exec/key_codes.py``) let
+    the new rows and the rewrite be written together (``parallel.run_together``); past
+    ``key_codes.MAX_COLLECTED_KEYS`` rows the rewrite looks the keys up in the new files.
     """
     paths = {f.path for f in candidates}
     rewrite = paths | merge_candidates(ctx.files, paths, read_weight)
@@ -122,30 +97,16 @@ def keyed_copy_on_write(
         return None
     small = {f.path for f in targets if worth_merging(f.size, read_weight)}
     into = attached(ctx, rewrite - small, small)
-    if rows is not None and 0 < rows <= MAX_COLLECTED_KEYS:
-        codes = source_codes(source, ctx.metadata.schema(), codec)
+    if codes is None and key_codes.collectable(rows):
+        codes = key_codes.collect_codes(source, ctx.metadata.schema(), codec)
+    if codes is not None and codes.codec == codec:
+        collected = codes
         new, rewritten = run_together(
             ctx.spark,
             lambda: write_new_rows(ctx, source, rows, exact=True),
-            lambda: rewrite_by_key(ctx, rewrite, into, codes),
+            lambda: rewrite_by_key(ctx, rewrite, into, collected),
         )
         return cast(Written, new).merge(cast(Written, rewritten))
     new = write_new_rows(ctx, source, rows, exact=rows is not None)
     batch = KeyDeletes(codec, tuple(sorted(f.path for f in new.data))) if new.data else None
     return new.merge(rewrite_by_key(ctx, rewrite, into, batch))
-
-
-# Source keys collected on the driver for a rewrite by key, at most (8 bytes each: 16 MiB, below what
-# Spark broadcasts for a join by default; the rewrite tasks get them with their function, which
-# PySpark broadcasts past 1 MiB). Measured on Case 3 (SF 1, 181K keys): the two writes together
-# instead of one after the other.
-MAX_COLLECTED_KEYS = 1 << 21
-
-
-def source_codes(source: DataFrame, schema: Schema, codec: KeyCodec) -> KeyCodes:
-    """The source's keys packed by ``codec`` (every key in its range: the codec is the source's),
-    sorted and distinct, computed by Spark (``equality_deletes.packed_key``, strict) and collected
-    as one Arrow column."""
-    names = [schema.find_column_name(i) or "" for i in codec.field_ids]
-    column = collect_arrow(source.select(packed_key(codec, names, strict=True).alias("_code"))).column(0)
-    return KeyCodes(codec, np.unique(column.to_numpy(zero_copy_only=False).astype(np.int64)))

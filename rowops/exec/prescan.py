@@ -18,6 +18,9 @@ from pyiceberg.types import IcebergType, PrimitiveType
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
+from rowops.exec import key_codes
+from rowops.exec.arrow_deletes import KeyCodes
+from rowops.exec.key_codes import batch_codec, integral_keys
 from rowops.exec.stats import arrow_row_bytes
 from rowops.exec.transforms import epoch_value, parse_value, partition_value
 from rowops.meta.files import LiveFile
@@ -32,7 +35,8 @@ class SourceKeys:
     partition's values as :func:`partition_value` computes them; both are None when the partition
     is not a function of the keys. ``keys_unique``: no source key is NULL or repeated (None when
     not checked), what an equality-delete write requires. ``bytes``: the Arrow bytes of all source rows
-    (:func:`rowops.exec.stats.arrow_row_bytes`), when measured.
+    (:func:`rowops.exec.stats.arrow_row_bytes`), when measured. ``codes``: the source's keys packed
+    and collected when the check used them (``exec/key_codes.py``), for a rewrite by key.
     """
 
     rows: int
@@ -41,6 +45,7 @@ class SourceKeys:
     texts: Mapping[tuple[object, ...], tuple[str | None, ...]] | None = None
     keys_unique: bool | None = None
     bytes: int | None = None
+    codes: KeyCodes | None = None
 
 
 def scan_source_keys(
@@ -55,7 +60,12 @@ def scan_source_keys(
     """Ranges of the source keys per target partition (partition derived from the keys when possible).
 
     Args:
-        check_unique: also count NULL and distinct keys, in the same job (for ``keys_unique``).
+        check_unique: also check that no key is NULL or repeated (``keys_unique``). NULL keys are
+            counted in the same job. With integer keys and a source of several tasks, the keys are
+            then packed and collected (``key_codes.collect_codes``, a job without a shuffle) and
+            counted distinct on the driver; otherwise (and past ``key_codes.MAX_COLLECTED_KEYS``
+            rows) Spark counts them distinct (in the same job, or in one more when the codes were
+            not collectable).
         single_task: aggregate in one task (a small source): one job, where grouping by partition
             (and counting distinct keys) would shuffle, i.e. run a job per stage.
         measure: also sum the Arrow bytes of the source rows (``bytes``), so sizing the source for a
@@ -71,12 +81,12 @@ def scan_source_keys(
     for i, (k, t) in enumerate(zip(keys, key_types, strict=True)):  # bounds in Iceberg's internal form
         value = epoch_value(F.col(f"`{k}`"), t)
         aggs += [F.min(value).alias(f"_lo{i}"), F.max(value).alias(f"_hi{i}")]
+    by_codes = check_unique and not single_task and integral_keys(source, keys)
     if check_unique:  # countDistinct skips tuples with a NULL: those are counted apart
         any_null = reduce(lambda a, b: a | b, [F.col(f"`{k}`").isNull() for k in keys])
-        aggs += [
-            F.count(F.when(any_null, F.lit(1))).alias("_nulls"),
-            F.countDistinct(*[F.col(f"`{k}`") for k in keys]).alias("_distinct"),
-        ]
+        aggs.append(F.count(F.when(any_null, F.lit(1))).alias("_nulls"))
+    if check_unique and not by_codes:
+        aggs.append(F.countDistinct(*[F.col(f"`{k}`") for k in keys]).alias("_distinct"))
     rows_in = source.coalesce(1) if single_task else source  # one partition: no exchange is planned
     size = arrow_row_bytes(source.schema) if measure else None
     extra = [F.expr(size).alias("_size")] if size else []
@@ -93,7 +103,8 @@ def scan_source_keys(
         rows += int(row["_rows"])
         measured += int(row["_bytes"] or 0) if size else 0
         if check_unique:  # the partition is a function of the key: distinct counts add up
-            nulls, distinct = nulls + int(row["_nulls"]), distinct + int(row["_distinct"])
+            nulls += int(row["_nulls"])
+            distinct += 0 if by_codes else int(row["_distinct"])
         bounds: dict[str, Bounds] = {
             k: (row[f"_lo{i}"], row[f"_hi{i}"]) if row[f"_lo{i}"] is not None else None
             for i, k in enumerate(keys)
@@ -104,11 +115,30 @@ def scan_source_keys(
             texts[part] = tuple(row[f"_p{i}"] for i in range(len(part_cols)))
         else:
             by_partition = {p: bounds for p in target_partitions}
+    ranges = KeyRanges(by_partition, spec.spec_id) if derivable else KeyRanges(by_partition)
+    codes = None
+    if by_codes:
+        distinct, codes = _distinct_keys(source, keys, schema, ranges, rows, nulls)
     unique = (nulls == 0 and distinct == rows) if check_unique else None
     total = measured if size else None
     if not derivable:
-        return SourceKeys(rows, KeyRanges(by_partition), keys_unique=unique, bytes=total)
-    return SourceKeys(rows, KeyRanges(by_partition, spec.spec_id), counts, texts, unique, total)
+        return SourceKeys(rows, ranges, keys_unique=unique, bytes=total, codes=codes)
+    return SourceKeys(rows, ranges, counts, texts, unique, total, codes)
+
+
+def _distinct_keys(
+    source: DataFrame, keys: Sequence[str], schema: Schema, ranges: KeyRanges, rows: int, nulls: int
+) -> tuple[int, KeyCodes | None]:
+    """The number of distinct keys of a source of ``rows`` rows, ``nulls`` of them with a NULL key
+    (then the count is moot: -1), from their collected codes where ``key_codes.collectable``, else
+    counted by Spark; and the codes, when collected."""
+    if nulls or not rows:
+        return (-1 if nulls else 0), None
+    codec = batch_codec(schema, keys, ranges) if key_codes.collectable(rows) else None
+    if codec is None:
+        return int(source.agg(F.countDistinct(*[F.col(f"`{k}`") for k in keys])).collect()[0][0]), None
+    codes = key_codes.collect_codes(source, schema, codec)
+    return (len(codes.codes) if codes.rows == rows else -1), codes
 
 
 def _partition(row: Row, spec: PartitionSpec, schema: Schema) -> tuple[object, ...]:
