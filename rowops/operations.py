@@ -17,7 +17,7 @@ from rowops.catalog.tables import LoadedTable
 from rowops.commit.read_set import ReadSet
 from rowops.commit.row_delta import RowDelta
 from rowops.errors import CardinalityViolationError
-from rowops.exec import strategies
+from rowops.exec import equality_writes, strategies
 from rowops.exec.changes import (
     RowChanges,
     delete_changes,
@@ -123,7 +123,7 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
             check_keys(source, spec.on_columns, duplicates_allowed=not upsert)
         rows = planned.source_keys.rows if planned.source_keys else None
         specs, _ = equality_delete_specs(table_facts(planned.loaded.metadata, planned.files))
-        return strategies.equality_delete(ctx, source, spec.on_columns, upsert, specs, rows), {}
+        return equality_writes.equality_delete(ctx, source, spec.on_columns, upsert, specs, rows), {}
     keyed = _rewrite_by_key(planned, ctx)
     if keyed is not None:
         return keyed

@@ -10,8 +10,10 @@ rows as every writer does (``store_assignment.typed_rows``: casts, NOT NULL and 
 computes each row's partition value (``exec/transforms.partition_value``) and clusters the rows by
 partition, and each ``mapInArrow`` task writes one file per partition (another past ``max_rows``)
 through the lake's FileIO (local disk or S3), as the copy-on-write rewrite does
-(``exec/arrow_rewrite.py``). The driver reads the new files' footers for their manifest entries and
-checks they hold every row the tasks wrote.
+(``exec/arrow_rewrite.py``); for an upsert by equality deletes the same tasks write each partition's
+data file and key file (:func:`write_rows_and_keys`), so the source is read and shuffled once. The
+driver reads the new files' footers for their manifest entries and checks they hold every row the
+tasks wrote.
 
 :func:`arrow_writable` says where this applies: top-level columns of types whose Arrow form Spark and
 Iceberg agree on, a table without a sort order or range distribution, and a partitioned table or a
@@ -23,7 +25,8 @@ from __future__ import annotations
 import itertools
 import json
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -57,8 +60,10 @@ from rowops.meta.paths import join
 
 # types Spark hands to Arrow as Iceberg stores them (timestamps, binary, fixed, uuid: Spark's writer)
 _TYPES = (BooleanType, IntegerType, LongType, FloatType, DoubleType, DecimalType, DateType, StringType)
-_OUT_SCHEMA = "key string, part string, rows long"
-_OUT_ARROW = pa.schema([("key", pa.string()), ("part", pa.string()), ("rows", pa.int64())])
+_OUT_SCHEMA = "out int, key string, part string, rows long"
+_OUT_ARROW = pa.schema(
+    [("out", pa.int32()), ("key", pa.string()), ("part", pa.string()), ("rows", pa.int64())]
+)
 
 
 def arrow_writable(schema: Schema, metadata: TableMetadata, spec: PartitionSpec, rows: int | None) -> bool:
@@ -71,6 +76,18 @@ def arrow_writable(schema: Schema, metadata: TableMetadata, spec: PartitionSpec,
     if metadata.sort_order().fields or distribution_mode(metadata) == "range":
         return False
     return bool(spec.fields) or one_task(rows)
+
+
+@dataclass(frozen=True)
+class Output:
+    """Files one write produces: where, named how, with which of the written columns."""
+
+    directory: StagedDir
+    prefix: str
+    schema: Schema
+
+
+Target = tuple[str, tuple[int, ...], pa.Schema]  # an output in a task: key prefix, column indexes, schema
 
 
 def write_in_arrow(
@@ -90,6 +107,41 @@ def write_in_arrow(
     ``rows``: the exact row count, when known (checked against what was written); with
     ``single_task`` (or few ``rows``) one task writes every file, without a shuffle.
     """
+    outputs = [Output(directory, prefix, schema)]
+    return _write(df, schema, metadata, outputs, spec, rows, single_task, max_rows)[0]
+
+
+def write_rows_and_keys(
+    df: DataFrame,
+    metadata: TableMetadata,
+    directories: tuple[StagedDir, StagedDir],
+    keys: Schema,
+    rows: int | None = None,
+    single_task: bool = False,
+    max_rows: int | None = None,
+) -> tuple[list[WrittenFile], list[WrittenFile]]:
+    """The rows of ``df`` (the table's columns) as new data files in ``directories[0]`` and their
+    ``keys`` columns as equality-delete files in ``directories[1]``, both partitioned by the table's
+    spec and written by the same tasks, each partition's data and key files side by side (an upsert
+    by equality deletes: one pass over the rows, where two writes read and shuffle them twice)."""
+    schema = metadata.schema()
+    outputs = [Output(directories[0], "new", schema), Output(directories[1], "eq", keys)]
+    data, deletes = _write(df, schema, metadata, outputs, metadata.spec(), rows, single_task, max_rows)
+    return data, deletes
+
+
+def _write(
+    df: DataFrame,
+    schema: Schema,
+    metadata: TableMetadata,
+    outputs: Sequence[Output],
+    spec: PartitionSpec,
+    rows: int | None,
+    single_task: bool,
+    max_rows: int | None,
+) -> list[list[WrittenFile]]:
+    """The rows of ``df`` (columns ``schema``) written by one ``mapInArrow`` job into every output (its
+    columns of them), one file per partition of ``spec`` and output; the verified files per output."""
     table = metadata.schema()
     parts = [f"_arrow_part{i}" for i in range(len(spec.fields))]
     typed = typed_rows(df, schema).select(
@@ -102,54 +154,76 @@ def write_in_arrow(
         typed = typed.repartition(*parts)
     clustered = typed.sortWithinPartitions(*parts) if parts else typed
     options = writer_options(metadata.properties)
-    task = _write_task(dict(directory.io.properties), join(directory.key, prefix), schema, options, max_rows)
-    out = clustered.mapInArrow(task, _OUT_SCHEMA).collect()
-    results = [(r["key"], json.loads(r["part"]), int(r["rows"])) for r in out]
-    return _verified(results, rows, directory, spec, table)
+    position = {f.field_id: i for i, f in enumerate(schema.fields)}
+    tasks = [
+        (
+            join(o.directory.key, o.prefix),
+            tuple(position[f.field_id] for f in o.schema.fields),
+            target_schema(o.schema),
+        )
+        for o in outputs
+    ]
+    io = outputs[0].directory.io
+    task = _write_task(dict(io.properties), tasks, len(schema.fields), options, max_rows)
+    results: list[list[tuple[str, list[str | None], int]]] = [[] for _ in outputs]
+    for r in clustered.mapInArrow(task, _OUT_SCHEMA).collect():
+        results[int(r["out"])].append((r["key"], json.loads(r["part"]), int(r["rows"])))
+    return [
+        _verified(found, rows, o.directory, spec, table) for found, o in zip(results, outputs, strict=True)
+    ]
 
 
 def _write_task(
     io_properties: dict[str, str],
-    prefix: str,
-    schema: Schema,
+    outputs: Sequence[Target],
+    width: int,
     options: Mapping[str, object],
     max_rows: int | None,
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function: rows (columns, then partition values) sorted by partition become
-    one file per partition (another past ``max_rows``), and one output row per file (its key,
-    partition values as JSON, rows)."""
-    target = target_schema(schema)
-    width = len(schema.fields)
+    """The ``mapInArrow`` function: rows (``width`` columns, then partition values) sorted by partition
+    become, per output (key prefix, its columns' indexes, its Arrow schema), one file per partition
+    (another past ``max_rows``), and one output row per file (output index, key, partition values as
+    JSON, rows)."""
     limit = max(max_rows or 1 << 62, 1)
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         io = make_io(io_properties)
-        sink: ParquetSink | None = None
+        sinks: list[ParquetSink] = []
         current: list[Any] | None = None
         in_sink = 0
-        done: list[tuple[str, str, int]] = []
+        done: list[dict[str, Any]] = []
+
+        def close() -> None:
+            done.extend(
+                {"out": i, "key": s.key, "part": json.dumps(current), "rows": s.close()}
+                for i, s in enumerate(sinks)
+            )
+
         for batch in batches:
-            columns = [batch.column(i).cast(target.field(i).type) for i in range(width)]
+            columns = [
+                [batch.column(c).cast(target.field(j).type) for j, c in enumerate(indexes)]
+                for _, indexes, target in outputs
+            ]
             parts = [batch.column(i) for i in range(width, batch.num_columns)]
             for start, end in itertools.pairwise(runs(parts, batch.num_rows)):
                 part = [c[start].as_py() for c in parts]
                 at = start
                 while at < end:
-                    if sink is None or part != current or in_sink >= limit:
-                        if sink is not None:
-                            done.append((sink.key, json.dumps(current), sink.close()))
-                        key = f"{prefix}-arrow-{uuid.uuid4()}.parquet"
-                        sink, current, in_sink = ParquetSink(io, key, target, options), part, 0
+                    if not sinks or part != current or in_sink >= limit:
+                        close()
+                        sinks = [
+                            ParquetSink(io, f"{prefix}-arrow-{uuid.uuid4()}.parquet", target, options)
+                            for prefix, _, target in outputs
+                        ]
+                        current, in_sink = part, 0
                     stop = min(end, at + limit - in_sink)
-                    sink.add(pa.Table.from_arrays([c.slice(at, stop - at) for c in columns], schema=target))
+                    for sink, cols, (_, _, target) in zip(sinks, columns, outputs, strict=True):
+                        sink.add(pa.Table.from_arrays([c.slice(at, stop - at) for c in cols], schema=target))
                     in_sink += stop - at
                     at = stop
-        if sink is not None:
-            done.append((sink.key, json.dumps(current), sink.close()))
+        close()
         if done:
-            yield pa.RecordBatch.from_pylist(
-                [{"key": k, "part": p, "rows": n} for k, p, n in done], schema=_OUT_ARROW
-            )
+            yield pa.RecordBatch.from_pylist(done, schema=_OUT_ARROW)
 
     return run
 

@@ -97,7 +97,7 @@ def keyed_copy_on_write(
         return None
     small = {f.path for f in targets if worth_merging(f.size, read_weight)}
     into = attached(ctx, rewrite - small, small)
-    if codes is None and key_codes.collectable(rows):
+    if (codes is None or codes.codec != codec) and key_codes.collectable(rows):
         codes = key_codes.collect_codes(source, ctx.metadata.schema(), codec)
     if codes is not None and codes.codec == codec:
         collected = codes

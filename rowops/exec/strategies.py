@@ -40,7 +40,6 @@ from rowops.exec.write import (
     Staging,
     one_task,
     write_data,
-    write_equality_deletes,
     write_position_deletes,
 )
 from rowops.meta.delete_index import DeleteIndex, delete_index
@@ -330,7 +329,7 @@ def write_new_rows(ctx: WriteContext, new_rows: DataFrame, count: int | None, ex
     """
     if exact and count == 0:
         return Written()
-    max_rows = max(int(ctx.target_file_size / max(ctx.bytes_per_row, 1.0)), 1)
+    max_rows = max_rows_per_file(ctx)
     rows, directory, spec = count if exact else None, ctx.stage.next_dir("data"), ctx.metadata.spec()
     schema, single = ctx.metadata.schema(), one_task(count)
     if arrow_writable(schema, ctx.metadata, spec, count):  # ``exec/arrow_writes.py``
@@ -345,6 +344,11 @@ def write_new_rows(ctx: WriteContext, new_rows: DataFrame, count: int | None, ex
             new_rows, ctx.metadata, directory, files=files, max_rows=max_rows, rows=rows, single_task=single
         )
     )
+
+
+def max_rows_per_file(ctx: WriteContext) -> int:
+    """The rows of a new data file of the target size."""
+    return max(int(ctx.target_file_size / max(ctx.bytes_per_row, 1.0)), 1)
 
 
 def copy_on_write(
@@ -465,57 +469,3 @@ def _new_rows_elsewhere(
     if new_count is not None and "delete" not in changes.kinds.values():
         new_count -= sum(counts.get(p, 0) for p in absorbed)
     return rest, new_count
-
-
-def equality_delete(
-    ctx: WriteContext,
-    source: DataFrame,
-    keys: Sequence[str],
-    upsert: bool,
-    spec_ids: Sequence[int],
-    rows: int | None = None,
-) -> Written:
-    """Blind by-key change: an equality delete of the source keys (+ the source rows for an upsert).
-
-    The target is not read at all. Rows inserted in the same commit share its sequence number, so
-    the new equality deletes do not apply to them. A delete by key writes each key once (its source
-    may repeat keys); an upsert's keys are unique (checked before). The keys are written once per
-    spec of ``spec_ids`` (``plan.strategy.equality_delete_specs``: after partition evolution, one per
-    spec with live data files, each partitioned by that spec). ``rows``: the source's row count, when
-    the pre-scan counted it.
-    """
-    key_rows = source.select(*[F.col(f"`{k}`") for k in keys])
-    key_rows = key_rows if upsert else key_rows.distinct()
-    exact = rows if upsert else None  # a delete by key writes its distinct keys: at most ``rows``
-    write_keys = partial(_write_keys, ctx, key_rows, keys, spec_ids, exact, one_task(rows))
-    if not upsert:
-        return write_keys()
-    deleted, new_rows = run_together(
-        ctx.spark, write_keys, partial(write_new_rows, ctx, source, rows, exact=rows is not None)
-    )
-    return new_rows.merge(deleted)
-
-
-def _write_keys(
-    ctx: WriteContext,
-    key_rows: DataFrame,
-    keys: Sequence[str],
-    spec_ids: Sequence[int],
-    rows: int | None,
-    single_task: bool,
-) -> Written:
-    """Equality deletes of ``key_rows``, once per partition spec of ``spec_ids``: written by pyarrow
-    in Spark tasks where ``arrow_writes.arrow_writable``, else by Spark."""
-    written: list[WrittenFile] = []
-    schema = ctx.metadata.schema().select(*keys)
-    for spec_id in spec_ids:
-        directory, spec = ctx.stage.next_dir("eq-deletes"), ctx.metadata.specs()[spec_id]
-        if arrow_writable(schema, ctx.metadata, spec, rows):
-            written += write_in_arrow(
-                key_rows, schema, ctx.metadata, directory, spec, rows, single_task, prefix="eq"
-            )
-        else:
-            written += write_equality_deletes(
-                key_rows, keys, ctx.metadata, directory, rows, single_task, spec_id
-            )
-    return Written(equality_deletes=written)
