@@ -43,7 +43,8 @@ PROFILE_TARGETS: tuple[tuple[str, str], ...] = (
     ("rowops.exec.strategies", "copy_on_write"),
     ("rowops.exec.strategies", "position_delete"),
     ("rowops.exec.strategies", "hybrid"),
-    ("rowops.exec.strategies", "equality_delete"),
+    ("rowops.exec.equality_writes", "equality_delete"),
+    ("rowops.exec.key_codes", "collect_codes"),
     ("rowops.operations", "check_keys"),
     ("rowops.operations", "row_changes"),
     ("rowops.exec.strategies", "rewrite_files"),
@@ -54,7 +55,8 @@ PROFILE_TARGETS: tuple[tuple[str, str], ...] = (
     ("rowops.exec.strategies", "write_new_rows"),
     ("rowops.exec.strategies", "write_data"),
     ("rowops.exec.strategies", "write_position_deletes"),
-    ("rowops.exec.strategies", "write_equality_deletes"),
+    ("rowops.exec.equality_writes", "write_rows_and_keys"),
+    ("rowops.exec.equality_writes", "write_equality_deletes"),
 )
 
 
