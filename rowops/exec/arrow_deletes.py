@@ -85,7 +85,7 @@ class KeyCodes:
 
     codec: KeyCodec
     codes: np.ndarray
-    rows: int = 0  # the keys collected, before deduplication (``exec/key_codes.py``)
+    rows: int  # the keys collected, before deduplication (``exec/key_codes.py``)
 
 
 Keys = KeyDeletes | KeyCodes
