@@ -25,14 +25,21 @@ from rowops.meta.files import live_files
 from rowops.plan.predicates import candidates, translate
 
 if TYPE_CHECKING:
+    from pyiceberg.table.metadata import TableMetadata
     from pyspark.sql import DataFrame
 
     from rowops.table import Table
 
 
-def read_table(table: Table, snapshot_id: int | None, where: str | None) -> DataFrame:
-    """The rows of ``table`` at ``snapshot_id`` (current: None) matching ``where`` (all: None)."""
-    metadata, io, spark = table.metadata, table.lake.catalog.io, table.lake.spark
+def read_table(
+    table: Table, metadata: TableMetadata, snapshot_id: int | None, where: str | None
+) -> DataFrame:
+    """The rows of ``table`` at ``snapshot_id`` (current: None) matching ``where`` (all: None).
+
+    ``metadata`` is the table's metadata as the caller loaded (and validated ``snapshot_id`` against)
+    it: the read uses that same version, and does not read and parse ``metadata.json`` a second time.
+    """
+    io, spark = table.lake.catalog.io, table.lake.spark
     schema = schema_of(metadata, snapshot_id)
     if where is None:
         return scan(spark, schema, live_files(metadata, io, snapshot_id))

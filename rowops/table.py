@@ -140,7 +140,7 @@ class Table:
                 f"Table {self.name} has no snapshot {snapshot_id}",
                 help="List snapshots with table.snapshots().",
             )
-        df = read_table(self, snapshot_id, optional_sql(where, "where="))
+        df = read_table(self, metadata, snapshot_id, optional_sql(where, "where="))
         self.scope.note_read(self.identifier)
         return df
 

@@ -73,6 +73,30 @@ def test_files_no_delete_applies_to_never_meet_a_join(lake, strategy) -> None:  
     assert got == {k: (1 if k == 0 else 0) for k in range(ROWS)}
 
 
+def test_a_read_loads_the_table_metadata_once(lake, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``to_df`` validates its arguments and reads on one load of the table's ``metadata.json``:
+    parsing it is the read's largest driver cost on a table with a long history, and a second load
+    could see a newer version than the one checked."""
+    table = _table(lake)
+    rowops.merge(frame(lake.spark, [make_row(1, 1)]), table, on=["k"], strategy="equality-delete")
+    first = table.current_snapshot_id
+    rowops.merge(frame(lake.spark, [make_row(2, 2)]), table, on=["k"], strategy="equality-delete")
+    loads: list[str] = []
+    read_metadata = lake.catalog.read_metadata
+
+    def counted(location: str) -> Any:
+        loads.append(location)
+        return read_metadata(location)
+
+    monkeypatch.setattr(lake.catalog, "read_metadata", counted)
+    current = table.to_df()
+    assert len(loads) == 1, loads
+    past = table.to_df(snapshot_id=first)
+    assert len(loads) == 2, loads
+    assert {r["k"]: r["n"] for r in current.collect()}[2] == 2
+    assert {r["k"]: r["n"] for r in past.collect()}[2] == 0
+
+
 def test_equality_delete_keys_are_read_once_for_every_generation(lake) -> None:  # type: ignore[no-untyped-def]
     """Data files of four sequence numbers, three of them under three generations of equality
     deletes: two anti-joins (the files older than every delete, the newer ones) with the same build
