@@ -203,10 +203,13 @@ def rewrite_files(
     arrow_paths = {f.path for f in in_arrow}
     by_spark = [f for f in targets if f.path not in arrow_paths]
     if by_spark:
-        max_rows = max(int(ctx.target_file_size / max(ctx.bytes_per_row, 1.0)), 1)
         survivors = _survivors(ctx, removed, by_spark)
         rewritten = write_data(
-            survivors, ctx.metadata, ctx.stage.next_dir("rewrite"), cluster=False, max_rows=max_rows
+            survivors,
+            ctx.metadata,
+            ctx.stage.next_dir("rewrite"),
+            cluster=False,
+            max_rows=max_rows_per_file(ctx),
         )
         written = written.merge(Written(data=rewritten))
     return written.merge(_replaced(ctx, paths))
