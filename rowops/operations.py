@@ -140,7 +140,7 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
         new = counts["insert"] + counts["update"]
         removed = strategies.removed_by_path(ctx, summary.removed)
         if planned.decision.strategy == COPY_ON_WRITE:
-            clear = planned.candidates if planned.decision.clears_debt else ()
+            clear = planned.rewritten_if_indebted
             written = strategies.copy_on_write(ctx, changes, removed, new, planned.read_weight, clear)
         elif planned.decision.strategy == HYBRID:
             written = strategies.hybrid(ctx, changes, removed, new, planned.read_weight)
@@ -165,7 +165,7 @@ def _rewrite_by_key(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[
         planned.source,
         rows,
         planned.key_codec,
-        planned.candidates,
+        planned.candidates + planned.paydown,
         planned.read_weight,
         planned.source_keys.codes,
     )

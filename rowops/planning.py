@@ -25,7 +25,7 @@ from rowops.meta.files import LiveFile, TableFiles, live_files
 from rowops.plan.colocation import DISABLED as COLOCATION_DISABLED
 from rowops.plan.colocation import JoinLayout, plan_join
 from rowops.plan.cost import Estimate
-from rowops.plan.debt import read_debt
+from rowops.plan.debt import Paydown, outside_paydown, read_debt
 from rowops.plan.explain import PlanReport
 from rowops.plan.metadata_delete import METADATA_ONLY, WholeFileDelete, whole_file_delete, whole_reason
 from rowops.plan.predicates import candidates as predicate_candidates
@@ -59,6 +59,14 @@ class Planned:
     source_keys: SourceKeys | None = None
     whole_files: WholeFileDelete | None = None  # a DELETE committed by metadata alone
     key_codec: KeyCodec | None = None  # a copy-on-write rewritten by key (``Decision.by_key``)
+    # files outside the candidates whose read debt a copy-on-write chosen by cost clears on the way
+    paydown: tuple[LiveFile, ...] = ()
+
+    @property
+    def rewritten_if_indebted(self) -> tuple[LiveFile, ...]:
+        """The files a copy-on-write rewrites when deletes apply to them, touched or not: the
+        candidates and the paydown when ``auto`` chose it by cost (``Decision.clears_debt``)."""
+        return self.candidates + self.paydown if self.decision.clears_debt else ()
 
 
 def _property(loaded: LoadedTable, key: str, default: str) -> str:
@@ -73,6 +81,7 @@ def _estimate(
     loaded: LoadedTable,
     touched_partitions: set[tuple[object, ...]],
     read_weight: float,
+    outside: Paydown,
 ) -> Estimate:
     schema = loaded.metadata.schema()
     key_ids = {schema.find_field(k).field_id for k in keys}
@@ -98,7 +107,20 @@ def _estimate(
         debt_generations=debt.generations,
         spark_rewrite_bytes=sum(f.size for f in candidates) - sum(f.size for f in in_arrow),
         deleted_bytes=debt.deleted_bytes,
+        outside_paid_bytes=outside.paid_bytes,
+        outside_rewrite_bytes=outside.rewrite_bytes,
     )
+
+
+def _outside_paydown(
+    files: TableFiles, candidates: list[LiveFile], loaded: LoadedTable, read_weight: float
+) -> Paydown:
+    """The partitions outside ``candidates`` whose paid-off read debt a copy-on-write would clear
+    (``plan/debt.py``); only files that can be rewritten in Arrow."""
+    index = delete_index(files)
+    indebted = [f for f in files.data if index.deletes_on(f)]
+    eligible = {f.path for f in arrow_eligible(loaded.metadata, index, indebted)}
+    return outside_paydown(files, candidates, lambda f: f.path in eligible, read_weight)
 
 
 def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str) -> Planned:
@@ -157,6 +179,7 @@ def _plan(
     effective = pinned if strategy == "auto" and pinned else strategy
     by_key = _may_rewrite_by_key(spec, effective, loaded)
     candidates, estimate, keyed, whole = list(files.data), None, None, None
+    outside = Paydown()
     keys = list(spec.on_columns or ()) if isinstance(spec, MergeSpec) else []
     if isinstance(spec, (UpdateSpec, DeleteSpec)):  # prune by the predicate (``plan/predicates.py``)
         sensitive = case_sensitive(table.lake.spark)
@@ -174,8 +197,10 @@ def _plan(
                 for k in prune_files(file_keys(files.data, keys, loaded.metadata.schema()), keyed.ranges).kept
             }
             candidates = [f for f in files.data if f.path in kept]
+        if effective == "auto":
+            outside = _outside_paydown(files, candidates, loaded, read_weight)
         estimate = _estimate(
-            files, candidates, keyed.rows, keys, loaded, set(keyed.ranges.by_partition), read_weight
+            files, candidates, keyed.rows, keys, loaded, set(keyed.ranges.by_partition), read_weight, outside
         )
     unique = keyed.keys_unique if keyed else None
     codec = rewrite_codec(spec, loaded.metadata.schema(), source, keyed) if by_key else None
@@ -183,12 +208,13 @@ def _plan(
         strategy, spec, facts, estimate, read_weight, pinned, unique, codec is not None
     )
     layout = _join_layout(spec, source, keyed, decision, loaded, candidates)
+    paydown = outside.files if decision.clears_debt else ()
     scanned = len(candidates) if decision.scans_target and whole is None else 0
     report = PlanReport(
         operation=describe(spec),
         requested=strategy,
         strategy=decision.strategy if whole is None else METADATA_ONLY,
-        reason=decision.reason if whole is None else whole_reason(whole),
+        reason=decision.reason + _paydown_note(paydown) if whole is None else whole_reason(whole),
         costs=decision.costs if whole is None else {},
         files_total=len(files.data),
         files_scanned=scanned,
@@ -210,7 +236,16 @@ def _plan(
         keyed,
         whole,
         codec if decision.by_key else None,
+        paydown,
     )
+
+
+def _paydown_note(paydown: tuple[LiveFile, ...]) -> str:
+    """``explain``'s words for the files outside the candidates a copy-on-write rewrites."""
+    if not paydown:
+        return ""
+    partitions = len({(f.spec_id, f.partition) for f in paydown})
+    return f"; also clears the read debt of {len(paydown)} files in {partitions} partitions it does not touch"
 
 
 def _join_layout(

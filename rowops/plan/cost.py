@@ -39,6 +39,14 @@ pays one read's debt, its rewrite resolves the deletes to positions); after seve
 ...                    deleted_bytes=50_000_000)
 >>> [min(strategy_costs(after(g), 1.0), key=strategy_costs(after(g), 1.0).get) for g in (6, 7)]
 ['equality-delete', 'copy-on-write']
+
+Debt outside the candidates (partitions an earlier batch left deletes on, and this one does not
+touch) counts once reads have paid for it more than its rewrite costs (``debt.outside_paydown``):
+a copy-on-write then rewrites those partitions too, and wins where that rent outweighs its price.
+
+>>> far = replace(est, outside_paid_bytes=2_000 * MIB, outside_rewrite_bytes=500 * MIB)
+>>> min(strategy_costs(far, 1.0), key=strategy_costs(far, 1.0).get)
+'copy-on-write'
 """
 
 from __future__ import annotations
@@ -83,6 +91,10 @@ class Estimate:
             deletes, nested columns, out of the sort order, or the Arrow rewrite turned off).
         deleted_bytes: candidate bytes under any delete: a copy-on-write chosen by cost rewrites them
             too, touched or not, and so clears the debt of every candidate file.
+        outside_paid_bytes / outside_rewrite_bytes: the read debt of partitions outside the
+            candidates that reads have already paid for at least once over (``debt.outside_paydown``),
+            and what rewriting them costs. A copy-on-write chosen by cost rewrites them too (it pays
+            the rewrite); the other encodings leave that debt to the reads to come.
     """
 
     source_rows: int
@@ -98,6 +110,8 @@ class Estimate:
     debt_generations: int = 0
     spark_rewrite_bytes: int = 0
     deleted_bytes: int = 0
+    outside_paid_bytes: float = 0.0
+    outside_rewrite_bytes: float = 0.0
 
 
 def read_overhead(size: int, pos_deleted: bool, eq_deleted: bool) -> float:
@@ -139,12 +153,13 @@ def strategy_costs(est: Estimate, read_weight: float) -> dict[str, float]:
         + new_files
         + DELETE_ROW_READ_BYTES * est.source_rows  # a key per source row
     )
+    outside = est.outside_paid_bytes  # left by the encodings that rewrite nothing outside
     return {
-        "copy-on-write": join + rewrite + new_rows
+        "copy-on-write": join + rewrite + est.outside_rewrite_bytes + new_rows
         + read_weight * (kept * (1.0 - share) + new_files),
         "position-delete": join + new_rows + matched_rows * DELETE_ROW_BYTES
-        + read_weight * (kept + pos_new + new_files),
-        "equality-delete": new_rows + read_weight * (kept + eq_new + new_files),
+        + read_weight * (kept + pos_new + new_files) + outside,
+        "equality-delete": new_rows + read_weight * (kept + eq_new + new_files) + outside,
     }  # fmt: skip
 
 
@@ -170,7 +185,7 @@ def keyed_rewrite_cost(est: Estimate, read_weight: float) -> float:
         return float("inf")
     new_files = FILE_OPEN_BYTES * max(min(est.candidate_files, est.source_rows), 1)
     rewrite = KEYED_REWRITE_FIXED_BYTES + rewrite_cost(est.candidate_bytes, 0.0, est.eq_deleted_bytes)
-    return rewrite + 2.0 * est.source_bytes + read_weight * new_files
+    return rewrite + est.outside_rewrite_bytes + 2.0 * est.source_bytes + read_weight * new_files
 
 
 def rewrite_cost(size: float, by_spark: float = 0.0, eq_deleted: float = 0.0) -> float:

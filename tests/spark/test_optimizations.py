@@ -227,6 +227,36 @@ def test_auto_paydown_clears_the_read_debt_of_every_candidate(any_lake, java, mo
     assert_readers_agree(table, expected.values(), COLUMNS, java)
 
 
+@pytest.mark.parametrize("blind", [True, False], ids=["upsert-by-key", "conditional"])
+def test_auto_copy_on_write_clears_paid_off_debt_of_partitions_it_does_not_touch(lake, java, blind) -> None:  # type: ignore[no-untyped-def]
+    """The paper's Case 3 pattern: a batch left equality deletes on one bucket, the next batch
+    touches another. On a read-heavy table ``auto``'s copy-on-write of the second batch also
+    rewrites the first bucket's file those deletes apply to (reads have paid for that debt more
+    than its rewrite costs): no delete is left, the untouched buckets' files are kept, and the rows
+    are the upserted ones."""
+    expected = {k: make_row(k) for k in range(200)}
+    table = lake.create_table(
+        "db.t", frame(lake.spark, list(expected.values())), partition_by=["bucket(4, k)"], identifier=["k"]
+    )
+    bucket = BucketTransform(4).transform(LongType())
+    first = [make_row(k, 1) for k in range(200) if bucket(k) == 0][:10]
+    rowops.merge(frame(lake.spark, first), table, on=["k"], strategy="equality-delete")
+    expected.update({r[0]: r for r in first})
+    indebted = {f.path for f in table.files().data if delete_index(table.files()).deletes_on(f)}
+    table.set_properties(**{"rowops.read-weight": "1000"})
+    untouched = {f.path for f in table.files().data if f.partition[0] in (2, 3)}
+    rows = [make_row(k, 2) for k in range(400) if bucket(k) == 1]  # 0..199 updated, 200..399 new
+    merge = table.merge(frame(lake.spark, rows), on=["k"]).when_matched(None if blind else "s.g >= 0")
+    result = merge.update_all().when_not_matched().insert_all().execute()
+    expected.update({r[0]: r for r in rows})
+    assert result.strategy == "copy-on-write"
+    assert "also clears the read debt of 1 files in 1 partitions it does not touch" in result.explain
+    files = table.files()
+    assert len(indebted) == 1 and not indebted & {f.path for f in files.data}
+    assert not files.deletes and untouched <= {f.path for f in files.data}
+    assert_readers_agree(table, expected.values(), COLUMNS, java)
+
+
 def test_dense_upsert_in_one_partition_is_rewritten_by_key(lake, java, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The paper's Case 3 in small: every row of one bucket upserted, with inserts, on a table read
     more often than written. Rewriting that bucket's file by key costs less than the equality deletes'
