@@ -9,6 +9,7 @@ honest on a shared, loaded machine):
 
 * ``index``: building the delete index of the snapshot (``DeleteIndex.of``);
 * ``read_debt all`` / ``read_debt 10``: ``plan/debt.py`` over every data file / 10 candidates;
+* ``outside paydown``: ``plan/debt.py``'s partitions outside 10 candidates whose debt is paid off;
 * ``scan deletes``: the delete files a scan of every data file reads (``exec/scan.py``);
 * ``file_changes``: the run-time facts of 10 touched files (``exec/strategies.py``);
 * ``dangling eq``: equality deletes left dangling by removing 10 files.
@@ -32,7 +33,7 @@ from rowops.exec.strategies import file_changes
 from rowops.meta import delete_index as di
 from rowops.meta.delete_index import DeleteIndex, dangling_equality_deletes
 from rowops.meta.files import FILE_PATH_ID, LiveFile, TableFiles
-from rowops.plan.debt import read_debt
+from rowops.plan.debt import outside_paydown, read_debt
 
 PARTITIONS = 100
 
@@ -141,6 +142,7 @@ def run(n: int, repeat: int, old: bool) -> dict[str, tuple[float, float | None]]
         "index": (lambda: DeleteIndex.of(files), None),
         "read_debt all": (lambda: read_debt(files, files.data, 1.0), lambda: _old_read_debt_lookups(files, list(files.data))),
         "read_debt 10": (lambda: read_debt(files, ten, 1.0), lambda: _old_read_debt_lookups(files, ten)),
+        "outside paydown": (lambda: outside_paydown(files, ten, lambda f: True, 1.0), None),
         "scan deletes": (lambda: _scan_deletes(files), lambda: _old_scan_deletes(files)),
         "file_changes": (lambda: file_changes(removed, files), lambda: _old_file_changes_eq(files)),
         "dangling eq": (lambda: dangling_equality_deletes(files, set(removed)), lambda: _old_dangling(files, set(removed))),
@@ -157,11 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--old-max", type=int, default=2000, help="run the nested loops up to this size")
     args = parser.parse_args(argv)
-    print(f"{'files':>8} {'path':<14} {'index (s)':>10} {'nested loops (s)':>17}")
+    print(f"{'files':>8} {'path':<16} {'index (s)':>10} {'nested loops (s)':>17}")
     for n in args.sizes:
         for name, (new, before) in run(n, args.repeat, n <= args.old_max).items():
             shown = f"{before:17.3f}" if before is not None else f"{'-':>17}"
-            print(f"{n:>8} {name:<14} {new:10.3f} {shown}", flush=True)
+            print(f"{n:>8} {name:<16} {new:10.3f} {shown}", flush=True)
     return 0
 
 
