@@ -20,7 +20,7 @@ from rowops.exec.keyed_rewrite import BY_KEY_PROPERTY, rewrite_codec
 from rowops.exec.prescan import SourceKeys, file_keys, scan_source_keys
 from rowops.exec.source import evaluate_once, release
 from rowops.exec.stats import broadcast_cap, is_small, measured_bytes
-from rowops.meta.delete_index import delete_index
+from rowops.meta.delete_index import delete_index, partition_key
 from rowops.meta.files import LiveFile, TableFiles, live_files
 from rowops.plan.colocation import DISABLED as COLOCATION_DISABLED
 from rowops.plan.colocation import JoinLayout, plan_join
@@ -244,7 +244,7 @@ def _paydown_note(paydown: tuple[LiveFile, ...]) -> str:
     """``explain``'s words for the files outside the candidates a copy-on-write rewrites."""
     if not paydown:
         return ""
-    partitions = len({(f.spec_id, f.partition) for f in paydown})
+    partitions = len({partition_key(f) for f in paydown})
     return f"; also clears the read debt of {len(paydown)} files in {partitions} partitions it does not touch"
 
 

@@ -242,7 +242,8 @@ def test_auto_copy_on_write_clears_paid_off_debt_of_partitions_it_does_not_touch
     first = [make_row(k, 1) for k in range(200) if bucket(k) == 0][:10]
     rowops.merge(frame(lake.spark, first), table, on=["k"], strategy="equality-delete")
     expected.update({r[0]: r for r in first})
-    indebted = {f.path for f in table.files().data if delete_index(table.files()).deletes_on(f)}
+    before = table.files()
+    indebted = {f.path for f in before.data if delete_index(before).deletes_on(f)}
     table.set_properties(**{"rowops.read-weight": "1000"})
     untouched = {f.path for f in table.files().data if f.partition[0] in (2, 3)}
     rows = [make_row(k, 2) for k in range(400) if bucket(k) == 1]  # 0..199 updated, 200..399 new
