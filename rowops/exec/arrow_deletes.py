@@ -149,7 +149,7 @@ def codec_over(ids: tuple[int, ...], spans: Sequence[tuple[int, int]]) -> KeyCod
 
     Each span is widened to an aligned power of two (:func:`aligned_span`) where the key space
     allows: the codec is Spark SQL text in every read under equality deletes
-    (``equality_deletes.packed_key``), and Spark compiles generated code again for every new
+    (``packed_keys.packed_key``), and Spark compiles generated code again for every new
     constant in it. The keys of later batches of a table mostly fall in the same aligned spans, so a
     read after a new batch reuses the code compiled for the one before (4 compilations less per read).
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pyiceberg.schema import Schema
 from pyiceberg.types import BinaryType, FixedType, StringType
@@ -28,31 +29,53 @@ from rowops.exec.arrow_deletes import KeyCodec, key_codec
 from rowops.exec.file_reads import (
     FILE_COL,
     POS_COL,
-    broadcast_if_fits,
     file_uris,
     read_as_stored,
     read_data_files,
 )
 from rowops.exec.listing import named_files, spark_name
 from rowops.exec.literal_frames import literal_frame, sql_value
+from rowops.exec.packed_keys import packed_key, prefix_index, prefix_of_code, prefix_slot
+from rowops.exec.stats import broadcast_cap
 from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.files import LiveFile
 
 _SEQ, _DEL_SEQ = "_seq", "_delete_seq"
 _PART, _DEL_PART = "_part", "_delete_part"
-_CODE = "_eq_code"
-_OUTSIDE = "an equality delete key lies outside the bounds in its file metrics"
+_CODE, _PREFIX, _HIT = "_eq_code", "_eq_prefix", "_eq_prefix_hit"
 _VARIABLE = (StringType, BinaryType, FixedType)  # key types whose width the manifests do not tell
 Partitions = dict[tuple[int, tuple[object, ...]], int]  # (spec id, partition tuple) -> small id
-KeySet = tuple[list[str], DataFrame, list[bool], KeyCodec | None]  # names, key rows, required, codec
+
+
+@dataclass(frozen=True)
+class KeySet:
+    """The keys of the equality deletes with the same equality columns.
+
+    Attributes:
+        names: the equality columns.
+        rows: the keys with ``_delete_seq`` (and ``_delete_part``): one ``_eq_code`` when packed, else
+            a column ``_eq_<i>`` per equality column.
+        required: whether each column is required (never NULL).
+        codec: the codec of the packed keys.
+        prefix: ``(column index, its distinct slots in the keys as _eq_prefix, broadcast)`` when rows
+            probe one column first (``exec/packed_keys.py``).
+    """
+
+    names: list[str]
+    rows: DataFrame
+    required: list[bool]
+    codec: KeyCodec | None
+    prefix: tuple[int, DataFrame] | None = None
 
 
 def _delete_keys(
-    spark: SparkSession, schema: Schema, deletes: Sequence[LiveFile], partitions: Partitions | None = None
+    spark: SparkSession,
+    schema: Schema,
+    deletes: Sequence[LiveFile],
+    probed: Sequence[LiveFile],
+    partitions: Partitions | None = None,
 ) -> list[KeySet]:
-    """Per set of equality columns: their names, the keys with ``_delete_seq``, whether each column
-    is required (never NULL), and the codec when the key is packed: the keys are then one
-    ``_eq_code`` (:func:`packed_key`), else a column ``_eq_<i>`` per equality column.
+    """Per set of equality columns, its :class:`KeySet` for the rows of the data files ``probed``.
 
     Each key carries its file's sequence number; with ``partitions``, also ``_delete_part`` (the id of
     its file's partition, -1 for a partition no data file has, NULL for a global delete). The files are
@@ -83,8 +106,14 @@ def _delete_keys(
         ]
         required = [schema.find_field(n).required for n in names]
         key_rows = functools.reduce(DataFrame.unionByName, parts)
-        key_rows = broadcast_if_fits(spark, key_rows, _key_bytes(keys, group))
-        out.append((names, key_rows, required, codec))
+        fits = _key_bytes(keys, group) <= broadcast_cap(spark)
+        rows = sum(f.record_count for f in probed)
+        index = prefix_index(codec, sum(d.record_count for d in group), rows) if fits else None
+        prefix = None
+        if codec is not None and index is not None:
+            slots = key_rows.select(prefix_of_code(codec, index, _CODE).alias(_PREFIX)).distinct()
+            prefix = (index, F.broadcast(slots.withColumn(_HIT, F.lit(True))))
+        out.append(KeySet(names, F.broadcast(key_rows) if fits else key_rows, required, codec, prefix))
     return out
 
 
@@ -155,54 +184,47 @@ def _drop_deleted(
 ) -> DataFrame:
     """Anti-join ``rows`` with every key set; with ``_seq`` compared when ``by_sequence_number`` and
     the partition (``_part``; a NULL ``_delete_part`` is global) when ``by_partition``."""
-    for names, key_rows, required, codec in keys:
-        cond = _key_match(rows, key_rows, names, required, codec, by_sequence_number, by_partition)
-        rows = rows.join(key_rows, cond, "left_anti")
+    for key_set in keys:
+        rows = _with_prefix_hits(rows, key_set)
+        cond = _key_match(rows, key_set, by_sequence_number, by_partition)
+        rows = rows.join(key_set.rows, cond, "left_anti").drop(_HIT)
     return rows
 
 
+def _with_prefix_hits(rows: DataFrame, keys: KeySet) -> DataFrame:
+    """``rows`` with ``_eq_prefix_hit`` (true: some key has the row's value of the prefix column,
+    NULL: none has) when ``keys`` has a prefix (``exec/packed_keys.py``), else ``rows``."""
+    if keys.prefix is None or keys.codec is None:
+        return rows
+    index, slots = keys.prefix
+    slot = prefix_slot(keys.codec, keys.names, index)
+    return rows.join(slots, slot == slots[_PREFIX], "left").drop(_PREFIX)
+
+
 def _key_match(
-    rows: DataFrame,
-    key_rows: DataFrame,
-    names: list[str],
-    required: list[bool],
-    codec: KeyCodec | None,
-    by_sequence_number: bool,
-    by_partition: bool = False,
+    rows: DataFrame, keys: KeySet, by_sequence_number: bool, by_partition: bool = False
 ) -> list[Column]:
-    """The join condition of a row and an equality delete key that removes it."""
-    packed = [packed_key(codec, names, strict=False) == key_rows[_CODE]] if codec else []
-    cond = packed or [
-        rows[f"`{n}`"] == key_rows[f"_eq_{i}"]  # plain keys hash faster; NULL cannot occur
-        if required[i]
-        else rows[f"`{n}`"].eqNullSafe(key_rows[f"_eq_{i}"])
-        for i, n in enumerate(names)
-    ]
+    """The join condition of a row and an equality delete key that removes it (rows without a
+    prefix hit have a NULL key: Spark's hash joins skip their lookup)."""
+    key_rows, names, codec = keys.rows, keys.names, keys.codec
+    packed = packed_key(codec, names, strict=False) if codec else None
+    if packed is not None and keys.prefix is not None:
+        packed = F.when(rows[_HIT], packed)
+    cond = (
+        [packed == key_rows[_CODE]]
+        if packed is not None
+        else [
+            rows[f"`{n}`"] == key_rows[f"_eq_{i}"]  # plain keys hash faster; NULL cannot occur
+            if keys.required[i]
+            else rows[f"`{n}`"].eqNullSafe(key_rows[f"_eq_{i}"])
+            for i, n in enumerate(names)
+        ]
+    )
     if by_sequence_number:
         cond.append(rows[_SEQ] < key_rows[_DEL_SEQ])
     if by_partition:
         cond.append(key_rows[_DEL_PART].isNull() | (rows[_PART] == key_rows[_DEL_PART]))
     return cond
-
-
-def packed_key(codec: KeyCodec, names: Sequence[str], strict: bool) -> Column:
-    """``codec.encode`` of the columns ``names`` as one Spark SQL expression: the key packed into one
-    long (a single-long hash key, which Spark's hash joins look up faster than a row of columns). A
-    value outside the codec's range gives NULL (it matches no delete), or an error when ``strict`` (a
-    delete key outside its file's bounds). One ``F.expr``: built from Column calls, the expression cost
-    ~40 JVM round trips per key set and join, a quarter of building a read after ten generations.
-    """
-    terms, scale = [], 1
-    for name, low, width in zip(names, codec.lows, codec.widths, strict=True):
-        value = f"CAST(`{name.replace('`', '``')}` AS BIGINT)"
-        outside = f"CAST(raise_error('{_OUTSIDE}') AS BIGINT)" if strict else "NULL"
-        slot = (
-            f"CASE WHEN {value} IS NULL THEN 0 WHEN {value} BETWEEN ({low}) AND ({low + width - 2})"
-            f" THEN {value} - ({low}) + 1 ELSE {outside} END"
-        )
-        terms.append(f"({slot}) * {scale}")
-        scale *= width
-    return F.expr(f"CAST({' + '.join(terms)} AS BIGINT)")
 
 
 def equality_deleted_positions(
@@ -227,10 +249,10 @@ def equality_deleted_positions(
         spark, [(uris[f.path], f.seq) for f in keyed], [(FILE_COL, "string"), (_SEQ, "bigint")]
     )
     rows = read_data_files(spark, schema.select(*columns), keyed).join(F.broadcast(seqs), FILE_COL)
-    parts = [
-        rows.join(key_rows, _key_match(rows, key_rows, names, required, codec, True), "left_semi")
-        for names, key_rows, required, codec in _delete_keys(spark, schema, deletes)
-    ]
+    parts = []
+    for key_set in _delete_keys(spark, schema, deletes, keyed):
+        probed = _with_prefix_hits(rows, key_set)
+        parts.append(probed.join(key_set.rows, _key_match(probed, key_set, True), "left_semi"))
     return functools.reduce(DataFrame.unionByName, parts).select(FILE_COL, POS_COL)
 
 
@@ -256,7 +278,7 @@ def apply_equality_deletes(
     if needs_partition_scope(files, deletes):
         scoped = _apply_scoped_equality_deletes(spark, schema, files, deletes)
         return scoped if ids else scoped.drop(FILE_COL, POS_COL)
-    keys = _delete_keys(spark, schema, deletes)
+    keys = _delete_keys(spark, schema, deletes, files)
     first = min(d.seq for d in deletes)
     oldest = [f for f in files if f.seq < first]
     rest = [f for f in files if f.seq >= first]
@@ -264,7 +286,7 @@ def apply_equality_deletes(
     if oldest:  # without ids, no _metadata column is read (Spark would read all of its fields here)
         rows = read_data_files(spark, schema, oldest) if ids else read_as_stored(spark, schema, oldest)
         if rest:
-            rows = rows.withColumn(_SEQ, _opaque_seq(first - 1, rows[f"`{keys[0][0][0]}`"]))
+            rows = rows.withColumn(_SEQ, _opaque_seq(first - 1, rows[f"`{keys[0].names[0]}`"]))
         parts.append(_drop_deleted(rows, keys, by_sequence_number=bool(rest)).drop(_SEQ))
     if rest:
         uris = file_uris(spark, rest)
@@ -314,5 +336,5 @@ def _apply_scoped_equality_deletes(
         [(FILE_COL, "string"), (_SEQ, "bigint"), (_PART, "int")],
     )
     rows = read_data_files(spark, schema, files).join(F.broadcast(tags), FILE_COL)
-    keys = _delete_keys(spark, schema, deletes, partitions)
+    keys = _delete_keys(spark, schema, deletes, files, partitions)
     return _drop_deleted(rows, keys, by_sequence_number=True, by_partition=True).drop(_SEQ, _PART)

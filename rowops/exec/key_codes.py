@@ -8,7 +8,7 @@ Two uses, both for a source of at most :data:`MAX_COLLECTED_KEYS` rows:
   * the rewrite by key (``exec/keyed_rewrite.py``): its tasks look rows up in these codes, so the
     rewrite need not wait for the source rows to be written first.
 
-The codes are computed by Spark (``equality_deletes.packed_key``, the arithmetic of
+The codes are computed by Spark (``packed_keys.packed_key``, the arithmetic of
 :class:`~rowops.exec.arrow_deletes.KeyCodec`) and collected as one Arrow column; no source row
 reaches the driver, only 8 bytes per key (at most 16 MiB: below what Spark broadcasts for a join by
 default).
@@ -25,7 +25,7 @@ from pyspark.sql import types as T
 
 from rowops.exec.arrow_deletes import KeyCodec, KeyCodes, codec_over, integer_column
 from rowops.exec.compat import collect_arrow, select_columns
-from rowops.exec.equality_deletes import packed_key
+from rowops.exec.packed_keys import packed_key
 from rowops.plan.pruning import KeyRanges
 
 MAX_COLLECTED_KEYS = 1 << 21

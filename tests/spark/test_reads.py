@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 
 import rowops
-from rowops.exec import equality_deletes, scan
+from rowops.exec import equality_deletes, packed_keys, scan
 from rowops.exec.arrow_deletes import KeyCodec
-from rowops.exec.equality_deletes import packed_key
+from rowops.exec.packed_keys import packed_key
 from rowops.exec.session import session_conf
 from rowops.exec.stats import BROADCAST_CAP_CONF
 from rowops.meta.paths import normalize_path
-from tests.spark.tables import frame, make_row
+from tests.readers import assert_readers_agree
+from tests.spark.tables import COLUMNS, frame, make_row
 
 ROWS = 400
 
@@ -245,3 +246,57 @@ def test_packed_keys_are_the_codec_codes(spark) -> None:  # type: ignore[no-unty
     assert len({c for c in got if c is not None}) == 4 * 3
     with pytest.raises(Exception, match="outside the bounds in its file metrics"):
         df.select(packed_key(codec, ["a", "b"], strict=True)).collect()
+
+
+def test_prefix_slots_are_the_codec_slots(spark) -> None:  # type: ignore[no-untyped-def]
+    """A row's prefix slot (``prefix_slot``, from its column) is the slot ``prefix_of_code`` takes out
+    of the packed code of a delete key with the same value: NULL has slot 0 on both sides, a value
+    outside the codec's range has none (it can be in no delete)."""
+    codec = KeyCodec((1, 2, 3), (-5, 10, 0), (12, 7, 4))
+    rows = [(a, b, c) for a in (None, -5, 5) for b in (None, 9, 10, 15, 16) for c in (None, 0, 2)]
+    df = spark.createDataFrame(rows, "a int, b long, c int")
+    coded = df.select("*", packed_key(codec, ["a", "b", "c"], strict=False).alias("code"))
+    for index in range(3):
+        got = coded.select(
+            packed_keys.prefix_slot(codec, ["a", "b", "c"], index),
+            packed_keys.prefix_of_code(codec, index, "code"),
+        ).collect()
+        for (slot, from_code), row in zip(got, rows, strict=True):
+            if from_code is not None:  # the row's whole key is in the codec's range
+                assert slot == from_code, (row, index)
+            value = row[index]
+            in_range = (
+                value is None or codec.lows[index] <= value <= codec.lows[index] + codec.widths[index] - 2
+            )
+            assert slot == (0 if value is None else value - codec.lows[index] + 1 if in_range else None)
+
+
+def test_wide_keys_probe_their_widest_column_first(lake, java, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """With the prefix probe on (thresholds lowered for test-sized tables), reads and rewrites under
+    equality deletes on two integer columns probe the wider column's slots first and return what the
+    independent readers return: older files, newer files compared by sequence number, and a
+    copy-on-write that drops the deleted rows of a file by position."""
+    monkeypatch.setattr(packed_keys, "PREFIX_MIN_KEYS", 1)
+    monkeypatch.setattr(packed_keys, "PREFIX_MIN_ROWS_PER_KEY", 0)
+    table = lake.create_table(
+        "db.w",
+        frame(lake.spark, [make_row(k) for k in range(ROWS)]),
+        partition_by=["bucket(4, k)"],
+        identifier=["k", "g"],
+    )
+    expected = {k: make_row(k) for k in range(ROWS)}
+    batches = [
+        ([k for k in range(0, ROWS, 5)] + list(range(ROWS, ROWS + 20)), 1),
+        ([k for k in range(0, ROWS + 20, 7)], 2),
+    ]
+    for keys, version in batches:
+        changed = [make_row(k, version) for k in keys]
+        rowops.merge(frame(lake.spark, changed), table, on=["k", "g"], strategy="equality-delete")
+        expected.update({r[0]: r for r in changed})
+    df = table.to_df()
+    assert "_eq_prefix" in df._jdf.queryExecution().executedPlan().toString()
+    assert_readers_agree(table, expected.values(), COLUMNS, java)
+    changed = [make_row(k, 3) for k in range(3, ROWS, 9)]
+    rowops.merge(frame(lake.spark, changed), table, on=["k", "g"], strategy="copy-on-write")
+    expected.update({r[0]: r for r in changed})
+    assert_readers_agree(table, expected.values(), COLUMNS, java)
