@@ -7,6 +7,7 @@ encoding chosen (``plan/strategy.py``) and the join laid out (``plan/colocation.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -118,9 +119,11 @@ def _outside_paydown(
     """The partitions outside ``candidates`` whose paid-off read debt a copy-on-write would clear
     (``plan/debt.py``); only files that can be rewritten in Arrow."""
     index = delete_index(files)
-    indebted = [f for f in files.data if index.deletes_on(f)]
-    eligible = {f.path for f in arrow_eligible(loaded.metadata, index, indebted)}
-    return outside_paydown(files, candidates, lambda f: f.path in eligible, read_weight)
+
+    def rewritable(group: Sequence[LiveFile]) -> bool:
+        return len(arrow_eligible(loaded.metadata, index, group)) == len(group)
+
+    return outside_paydown(files, candidates, rewritable, read_weight)
 
 
 def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str) -> Planned:

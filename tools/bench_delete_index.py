@@ -142,7 +142,7 @@ def run(n: int, repeat: int, old: bool) -> dict[str, tuple[float, float | None]]
         "index": (lambda: DeleteIndex.of(files), None),
         "read_debt all": (lambda: read_debt(files, files.data, 1.0), lambda: _old_read_debt_lookups(files, list(files.data))),
         "read_debt 10": (lambda: read_debt(files, ten, 1.0), lambda: _old_read_debt_lookups(files, ten)),
-        "outside paydown": (lambda: outside_paydown(files, ten, lambda f: True, 1.0), None),
+        "outside paydown": (lambda: outside_paydown(files, ten, lambda group: True, 1.0), None),
         "scan deletes": (lambda: _scan_deletes(files), lambda: _old_scan_deletes(files)),
         "file_changes": (lambda: file_changes(removed, files), lambda: _old_file_changes_eq(files)),
         "dangling eq": (lambda: dangling_equality_deletes(files, set(removed)), lambda: _old_dangling(files, set(removed))),

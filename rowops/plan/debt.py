@@ -104,7 +104,7 @@ def paid_off(
 def outside_paydown(
     files: TableFiles,
     candidates: Sequence[LiveFile],
-    rewritable: Callable[[LiveFile], bool],
+    rewritable: Callable[[Sequence[LiveFile]], bool],
     read_weight: float,
 ) -> Paydown:
     """The partitions no candidate is in whose read debt :func:`paid_off` says to clear now.
@@ -112,9 +112,9 @@ def outside_paydown(
     A copy-on-write chosen by cost can rewrite them in the same commit: a batch that touches other
     partitions than the last one (the paper's Case 3) otherwise leaves each batch's deletes on its
     partitions for every later read, out of the candidates' debt that ``auto`` prices. Only
-    partitions whose files with deletes are all ``rewritable`` (in Arrow) are taken. Linear: one
-    delete index, files grouped by partition, each file and each delete scoped to one partition or
-    one file (what rowops writes) counted once. Global equality deletes (an unpartitioned spec's:
+    partitions whose files with deletes are ``rewritable`` (in Arrow; asked once per paid-off
+    partition) are taken. Linear: one delete index, files grouped by partition, each file and each
+    delete scoped to one partition or one file (what rowops writes) counted once. Global equality deletes (an unpartitioned spec's:
     other engines' tables) apply to every partition, so counting them per partition would not be
     linear: such tables are left to ``compact``.
     """
@@ -130,12 +130,10 @@ def outside_paydown(
     chosen: list[LiveFile] = []
     paid = rewrite = 0.0
     for group in groups.values():
-        if not all(map(rewritable, group)):
-            continue
         debt = read_debt(files, group, read_weight)
         cost = rewrite_cost(debt.deleted_bytes, 0.0, debt.eq_deleted_bytes)
         amount = paid_off(debt.bytes, debt.newest, files.sequence_number, cost, read_weight)
-        if amount:
+        if amount and rewritable(group):
             chosen += group
             paid, rewrite = paid + amount, rewrite + cost
     return Paydown(tuple(chosen), paid, rewrite)

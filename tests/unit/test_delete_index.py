@@ -189,7 +189,9 @@ def test_outside_paydown_matches_brute_force(files: TableFiles, data: st.DataObj
         paid = debt.bytes * weight * (files.sequence_number - newest + 1)
         if debt.bytes > 0 and paid >= cost:
             expected |= {f.path for f in group}
-    found = outside_paydown(files, candidates, lambda f: f.path not in blocked, weight)
+    found = outside_paydown(
+        files, candidates, lambda group: all(f.path not in blocked for f in group), weight
+    )
     assert sorted(f.path for f in found.files) == sorted(expected)
     assert (found.rewrite_bytes > 0) == bool(expected) and (found.paid_bytes >= found.rewrite_bytes)
 
