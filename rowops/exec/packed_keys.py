@@ -52,9 +52,10 @@ def prefix_index(codec: KeyCodec | None, keys: int, rows: int) -> int | None:
     """The key column ``rows`` probe first (the widest: its hits filter most), or None when a probe of
     the ``keys`` is cheap already (one column, fewer than :data:`PREFIX_MIN_KEYS` keys) or too few
     rows probe for the prefix's own broadcast to pay (fewer than :data:`PREFIX_MIN_ROWS_PER_KEY` per
-    key). Measured reads of the SF 10 table (29M rows; no distinct count, medians of three) after
-    one, three and ten micro-batches (579K keys each): 4.3 -> 3.0, 6.2 -> 5.5, 10.7 -> 12.0 s; at
-    SF 1 after ten (580K keys, 2.9M rows): 1.8 -> 2.2 s.
+    key). Measured reads of the SF 10 table (29M rows; no distinct count, medians of three; without
+    -> with a prefix) after one, three, five and ten micro-batches (579K keys each; 50, 17, 10 and 5
+    rows per key): 4.3 -> 3.0, 6.2 -> 5.5, 7.2 -> 7.7, 10.7 -> 12.0 s; at SF 1 after ten (580K
+    keys, 2.9M rows): 1.8 -> 2.2 s.
 
     >>> wide = KeyCodec((1, 2), (0, 0), (1 << 25, 1 << 17))
     >>> prefix_index(wide, 600_000, 29_000_000)
