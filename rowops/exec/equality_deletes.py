@@ -29,14 +29,15 @@ from rowops.exec.arrow_deletes import KeyCodec, key_codec
 from rowops.exec.file_reads import (
     FILE_COL,
     POS_COL,
+    broadcast_if_fits,
     file_uris,
+    fits_broadcast,
     read_as_stored,
     read_data_files,
 )
 from rowops.exec.listing import named_files, spark_name
 from rowops.exec.literal_frames import literal_frame, sql_value
 from rowops.exec.packed_keys import packed_key, prefix_index, prefix_of_code, prefix_slot
-from rowops.exec.stats import broadcast_cap
 from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.files import LiveFile
 
@@ -81,6 +82,7 @@ def _delete_keys(
     its file's partition, -1 for a partition no data file has, NULL for a global delete). The files are
     read in scans of up to :data:`SEQUENCES_PER_SCAN` sequence numbers (:func:`_scans`, :func:`_file_tags`).
     """
+    probed_rows = sum(f.record_count for f in probed)
     by_ids: dict[tuple[int, ...], list[LiveFile]] = defaultdict(list)
     for f in deletes:
         by_ids[f.equality_ids].append(f)
@@ -106,14 +108,14 @@ def _delete_keys(
         ]
         required = [schema.find_field(n).required for n in names]
         key_rows = functools.reduce(DataFrame.unionByName, parts)
-        fits = _key_bytes(keys, group) <= broadcast_cap(spark)
-        rows = sum(f.record_count for f in probed)
-        index = prefix_index(codec, sum(d.record_count for d in group), rows) if fits else None
+        size = _key_bytes(keys, group)
+        fits = fits_broadcast(spark, size)
+        index = prefix_index(codec, sum(d.record_count for d in group), probed_rows) if fits else None
         prefix = None
         if codec is not None and index is not None:
             slots = key_rows.select(prefix_of_code(codec, index, _CODE).alias(_PREFIX)).distinct()
             prefix = (index, F.broadcast(slots.withColumn(_HIT, F.lit(True))))
-        out.append(KeySet(names, F.broadcast(key_rows) if fits else key_rows, required, codec, prefix))
+        out.append(KeySet(names, broadcast_if_fits(spark, key_rows, size), required, codec, prefix))
     return out
 
 

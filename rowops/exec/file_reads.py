@@ -131,4 +131,10 @@ def broadcast_if_fits(spark: SparkSession, rows: DataFrame, size: int) -> DataFr
     (measured 1.5-1.7x slower than the broadcast already at SF 1). Above ``rowops.broadcast.max-bytes``
     (``exec/stats.py``) Spark decides.
     """
-    return F.broadcast(rows) if size <= broadcast_cap(spark) else rows
+    return F.broadcast(rows) if fits_broadcast(spark, size) else rows
+
+
+def fits_broadcast(spark: SparkSession, size: int) -> bool:
+    """Whether rows of an estimated in-memory ``size`` are hinted for broadcast
+    (:func:`broadcast_if_fits`)."""
+    return size <= broadcast_cap(spark)
