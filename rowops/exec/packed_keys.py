@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from rowops.exec.arrow_deletes import KeyCodec
 
 _OUTSIDE = "an equality delete key lies outside the bounds in its file metrics"
-PREFIX_MIN_KEYS = 1 << 17  # below, the key table fits in a core's cache and every probe is cheap
+PREFIX_MIN_KEYS = 1 << 18  # below, the key table stays in cache and every probe is cheap
 PREFIX_MIN_ROWS_PER_KEY = 16  # below, building the prefix costs more than the probes it saves
 
 
@@ -54,8 +54,9 @@ def prefix_index(codec: KeyCodec | None, keys: int, rows: int) -> int | None:
     rows probe for the prefix's own broadcast to pay (fewer than :data:`PREFIX_MIN_ROWS_PER_KEY` per
     key). Measured reads of the SF 10 table (29M rows; no distinct count, medians of three; without
     -> with a prefix) after one, three, five and ten micro-batches (579K keys each; 50, 17, 10 and 5
-    rows per key): 4.3 -> 3.0, 6.2 -> 5.5, 7.2 -> 7.7, 10.7 -> 12.0 s; at SF 1 after ten (580K
-    keys, 2.9M rows): 1.8 -> 2.2 s.
+    rows per key): 4.3 -> 3.0, 6.2 -> 5.5, 7.2 -> 7.7, 10.7 -> 12.0 s; at SF 1 after three (174K
+    keys, 17 rows per key) 1.2 -> 1.3 s warm and 3.6-3.8 -> 4.1 s for the first read, after ten
+    (580K keys, 5 rows per key) 1.8 -> 2.2 s.
 
     >>> wide = KeyCodec((1, 2), (0, 0), (1 << 25, 1 << 17))
     >>> prefix_index(wide, 600_000, 29_000_000)
