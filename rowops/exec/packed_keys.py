@@ -16,6 +16,7 @@ distinct count, medians of three): 4.3 s -> 3.0 s, against 1.0 s without deletes
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from pyspark.sql import Column
@@ -79,9 +80,7 @@ def prefix_index(codec: KeyCodec | None, keys: int, rows: int) -> int | None:
 def prefix_of_code(codec: KeyCodec, index: int, code: str) -> Column:
     """Column ``index``'s slot in the packed code held by the column ``code`` (NULL stays NULL): the
     slot :func:`prefix_slot` computes from the column itself."""
-    scale = 1
-    for width in codec.widths[:index]:
-        scale *= width
+    scale = math.prod(codec.widths[:index])
     return F.expr(f"`{code}` div {scale} % {codec.widths[index]}")
 
 

@@ -114,9 +114,9 @@ def outside_paydown(
     partitions for every later read, out of the candidates' debt that ``auto`` prices. Only
     partitions whose files with deletes are ``rewritable`` (in Arrow; asked once per paid-off
     partition) are taken. Linear: one delete index, files grouped by partition, each file and each
-    delete scoped to one partition or one file (what rowops writes) counted once. Global equality deletes (an unpartitioned spec's:
-    other engines' tables) apply to every partition, so counting them per partition would not be
-    linear: such tables are left to ``compact``.
+    delete scoped to one partition or one file (what rowops writes) counted once. Global equality
+    deletes (an unpartitioned spec's: other engines' tables) apply to every partition, so counting
+    them per partition would not be linear: such tables are left to ``compact``.
     """
     if any(d.is_global for d in files.equality_deletes):
         return Paydown()
