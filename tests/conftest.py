@@ -18,6 +18,7 @@ from tests.oracles.s3_server import S3Server, s3_server
 from tools import s3_jars
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("ROWOPS_CHECK_METADATA_CACHE", "1")  # every written metadata must parse back equal
 
 
 STRATEGY_NAMES = (COPY_ON_WRITE, POSITION_DELETE, EQUALITY_DELETE)

@@ -48,6 +48,7 @@ from rowops.errors import (
 from rowops.meta.evolution import SchemaChange
 from rowops.meta.fileio import make_io
 from rowops.meta.files import TableFiles
+from rowops.meta.metadata_cache import MetadataCache
 from rowops.meta.paths import join, to_uri
 from rowops.meta.v3 import metadata_json
 from rowops.spec.identifiers import TableIdentifier
@@ -124,6 +125,7 @@ class TableCatalog:
         self.io: FileIO = io or make_io()
         self.log = LakeLog(root if storage is not None else Path(root), storage)
         self.on_commit: Callable[[int], None] = _ignore  # told every version this catalog commits
+        self.metadata_cache = MetadataCache()
 
     # -- reading -----------------------------------------------------------------------------
     def location(self, ident: TableIdentifier) -> str:
@@ -143,7 +145,10 @@ class TableCatalog:
         """Single statements validate their own reads; nothing to record."""
 
     def read_metadata(self, location: str) -> TableMetadata:
-        return FromInputFile.table_metadata(self.io.new_input(location))
+        """The metadata file at ``location``, parsed once (``meta/metadata_cache.py``)."""
+        return self.metadata_cache.get(
+            location, lambda: FromInputFile.table_metadata(self.io.new_input(location))
+        )
 
     def list_tables(self, namespace: tuple[str, ...]) -> list[str]:
         names = self.log.latest().names()
@@ -163,8 +168,10 @@ class TableCatalog:
 
     def write_metadata(self, metadata: TableMetadata, path: str | None = None) -> str:
         path = path or self.metadata_path(metadata)
+        text = metadata_json(metadata)
         with self.io.new_output(path).create(overwrite=False) as out:
-            out.write(metadata_json(metadata).encode())
+            out.write(text.encode())
+        self.metadata_cache.keep_written(path, metadata, text)
         return path
 
     def create(
