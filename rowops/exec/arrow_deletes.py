@@ -29,6 +29,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import IntegerType, LongType
 
 from rowops.exec.arrow_files import field_indexes
+from rowops.exec.sorted_ints import sorted_distinct
 from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.fileio import filesystem
 from rowops.meta.files import LiveFile
@@ -222,7 +223,7 @@ class DeletedKeys:
         key = (deletes.codec, deletes.paths)
         if key not in self.codes:
             parts = [self._file_codes(path, deletes.codec) for path in deletes.paths]
-            self.codes[key] = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+            self.codes[key] = sorted_distinct(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
         return self.codes[key]
 
     def _file_codes(self, path: str, codec: KeyCodec) -> np.ndarray:

@@ -19,6 +19,7 @@ from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
 
+from rowops.exec.sorted_ints import has_repeats
 from rowops.meta.fileio import filesystem
 
 FIELD_ID = b"PARQUET:field_id"
@@ -108,7 +109,7 @@ class NewRows:
     def __post_init__(self) -> None:
         order = np.argsort(self.positions, kind="stable")
         self.positions, self.rows = self.positions[order], self.rows.take(pa.array(order))
-        if len(np.unique(self.positions)) != len(self.positions):
+        if has_repeats(self.positions):
             raise ValueError("two new versions of one row reached a rewrite")
 
     def placed_in(self, kept: pa.Table, offset: int, rows: int, keep: np.ndarray | None) -> pa.Table:

@@ -59,6 +59,7 @@ from rowops.exec.equality_deletes import needs_partition_scope
 from rowops.exec.file_reads import FILE_COL, POS_COL, file_uris
 from rowops.exec.literal_frames import literal_frame
 from rowops.exec.placement import groups_cost, task_keys
+from rowops.exec.sorted_ints import sorted_distinct
 from rowops.exec.store_assignment import stored_sql
 from rowops.exec.types import to_spark_type
 from rowops.exec.write import verified_footers
@@ -353,5 +354,5 @@ def _rewrite_changed(
         mask = pa.array(is_new)
         values = [changes.column(4 + i).filter(mask).cast(f.type) for i, f in enumerate(target)]
         new = NewRows(pos[is_new], pa.Table.from_arrays(values, schema=target))
-    dropped = np.unique(pos[op != _FILE])  # a replaced row is dropped, its new version put in its place
+    dropped = sorted_distinct(pos[op != _FILE])  # a replaced row is dropped, its new version put in its place
     return copy_file(io, path, dropped, target, sink, new, defaults, erase, replacing)

@@ -26,6 +26,7 @@ from pyspark.sql import types as T
 from rowops.exec.arrow_deletes import KeyCodec, KeyCodes, codec_over, integer_column
 from rowops.exec.compat import collect_arrow, select_columns
 from rowops.exec.packed_keys import packed_key
+from rowops.exec.sorted_ints import sorted_distinct
 from rowops.plan.pruning import KeyRanges
 
 MAX_COLLECTED_KEYS = 1 << 21
@@ -68,4 +69,4 @@ def collect_codes(source: DataFrame, schema: Schema, codec: KeyCodec) -> KeyCode
     names = [schema.find_column_name(i) or "" for i in codec.field_ids]
     column = collect_arrow(source.select(packed_key(codec, names, strict=True).alias("_code"))).column(0)
     codes = column.to_numpy(zero_copy_only=False).astype(np.int64)
-    return KeyCodes(codec, np.unique(codes), len(codes))
+    return KeyCodes(codec, sorted_distinct(codes), len(codes))
