@@ -43,7 +43,7 @@ def read_table(
     schema = schema_of(metadata, snapshot_id)
     if where is None:
         return scan(spark, schema, live_files(metadata, io, snapshot_id))
-    check_condition(spark.createDataFrame([], to_spark_schema(schema)), where, "to_df(where=...)")
+    where = check_condition(spark.createDataFrame([], to_spark_schema(schema)), where, "to_df(where=...)")
     sensitive = case_sensitive(spark)
     predicate = translate(where, schema, sensitive)
     if schema.schema_id != metadata.current_schema_id or isinstance(predicate.expression, AlwaysTrue):

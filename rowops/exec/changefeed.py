@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from rowops.errors import PipelineSourceError
+from rowops.exec.expressions import check_one_expression
 from rowops.exec.source import evaluate_once
 from rowops.meta.paths import is_remote, scheme, spark_uri
 
@@ -55,6 +56,8 @@ def map_columns(df: DataFrame, columns: Mapping[str, str]) -> DataFrame:
     """``df`` with each target column of ``columns`` computed from its Spark SQL expression."""
     if not columns:
         return df
+    for target, sql in columns.items():
+        check_one_expression(df, sql, f"[[targets]].columns.{target}")
     try:
         mapped = df.withColumns({target: F.expr(sql) for target, sql in columns.items()})
         _ = mapped.schema  # analyze now: a wrong expression names its column here
@@ -70,6 +73,7 @@ def spark_types(df: DataFrame) -> dict[str, str]:
 
 def filter_rows(df: DataFrame, where: str, field: str = "[[targets]].where") -> DataFrame:
     """The rows matching a ``where`` of the config (Spark SQL over the source's columns)."""
+    check_one_expression(df, where, field)
     try:
         filtered = df.where(F.expr(where))
         _ = filtered.schema

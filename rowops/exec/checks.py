@@ -32,8 +32,7 @@ def checked_spec(
     _check_assigned_columns(spec, metadata)
     spec = resolve_defaults(spec, schema)  # SET c = DEFAULT, INSERT without c: write-defaults
     _validate(spec, source, metadata, spark)
-    check_expressions(spark, spec, schema, source.schema if source is not None else None)
-    return spec
+    return check_expressions(spark, spec, schema, source.schema if source is not None else None)
 
 
 def with_write_defaults(source: DataFrame, schema: Schema) -> DataFrame:

@@ -11,12 +11,21 @@ it may read, so an unknown or out-of-scope column fails with Spark's own ``UNRES
 Conditions must be deterministic (Spark and Iceberg reject ``rand()`` there at analysis): a condition
 is analyzed as a join condition, where Spark's analyzer refuses non-deterministic expressions.
 Values may be non-deterministic (``SET x = rand()`` is valid SQL); they are analyzed in a projection.
+
+Each text must be exactly one expression. Spark's expression parser (``F.expr``) reads ``expr word``
+as ``expr AS word``, so ``"id = 6 bogus"`` or ``"id = 5 or"`` would silently be ``id = 6`` / ``id = 5``:
+every text is analyzed in parentheses (:func:`enclosed`), where Spark's grammar takes one expression
+and no alias; a text that parses alone but not there has a trailing word (or an ``AS``) and is refused.
+A condition of type NULL (``NULL``) is cast to BOOLEAN: it never holds, as in Spark's and Iceberg's
+MERGE and DELETE (the MERGE ON condition must still be a BOOLEAN).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pyiceberg.schema import Schema
-from pyspark.errors import AnalysisException
+from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -28,11 +37,22 @@ from rowops.spec.operations import DeleteSpec, MergeClause, MergeSpec, Operation
 
 _PROBE = "_rowops_probe"
 _NON_DETERMINISTIC = "INVALID_NON_DETERMINISTIC_EXPRESSIONS"
+_NOT_BOOLEAN = "JOIN_CONDITION_IS_NOT_BOOLEAN_TYPE"
+_ONE_EXPRESSION = (
+    "Write exactly one Spark SQL expression, without an alias: look for a missing operator or operand, "
+    'a stray word or an unquoted string (e.g. where="id = 5", not "id = 5 or"; s = \'a b\', not s = a b).'
+)
 
 
 def case_sensitive(spark: SparkSession) -> bool:
     """Whether the session resolves column names case-sensitively (``spark.sql.caseSensitive``)."""
     return str(spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
+
+
+def enclosed(text: str) -> str:
+    """``text`` in parentheses, where Spark's grammar takes exactly one expression and no alias (a
+    newline first ends a trailing ``--`` comment)."""
+    return f"({text}\n)" if "--" in text else f"({text})"
 
 
 def _fail(exc: AnalysisException, context: str, expression: str) -> InvalidExpressionError:
@@ -46,21 +66,70 @@ def _fail(exc: AnalysisException, context: str, expression: str) -> InvalidExpre
     return InvalidExpressionError(f"Invalid SQL {expression!r} in {context}: {' '.join(lines[:2])[:400]}")
 
 
-def check_condition(frame: DataFrame, condition: str, context: str) -> None:
-    """``condition`` must resolve over ``frame``'s columns, be boolean and deterministic."""
-    probe = frame.sparkSession.range(0).select(F.lit(True).alias(_PROBE))
+def _refusal(frame: DataFrame, exc: AnalysisException, context: str, text: str) -> InvalidExpressionError:
+    """The error of ``text``, which failed :func:`enclosed`: Spark's own error of ``text`` alone, or,
+    when ``text`` parses alone, its trailing word that Spark would take as an alias."""
+    if not isinstance(exc, ParseException):
+        return _fail(exc, context, text)
     try:
-        frame.join(probe, F.expr(condition), "inner")
+        _ = frame.select(F.expr(text)).schema
+    except ParseException as alone:
+        return _fail(alone, context, text)
+    except Exception:  # it parses alone; whether it then resolves does not matter here
+        pass
+    return InvalidExpressionError(
+        f"Invalid SQL {text!r} in {context}: not one expression; Spark would read its trailing word "
+        "as a column alias (expr AS word) and drop it",
+        help=_ONE_EXPRESSION,
+    )
+
+
+def _join_on(frame: DataFrame, condition: str) -> None:
+    probe = frame.sparkSession.range(0).select(F.lit(True).alias(_PROBE))
+    _ = frame.join(probe, F.expr(condition), "inner").schema  # analyzed (Spark Connect: when asked)
+
+
+def _null_typed(frame: DataFrame, condition: str) -> bool:
+    return isinstance(frame.select(F.expr(condition)).schema[0].dataType, T.NullType)
+
+
+def check_condition(frame: DataFrame, condition: str, context: str, null_never_holds: bool = True) -> str:
+    """``condition`` must be one expression over ``frame``'s columns, boolean and deterministic.
+
+    Returns the condition to evaluate: ``condition``, or (``null_never_holds``) one of type NULL
+    cast to BOOLEAN, a condition that is never true.
+    """
+    try:
+        _join_on(frame, enclosed(condition))
+        return condition
+    except AnalysisException as exc:
+        void = null_never_holds and exc.getErrorClass() == _NOT_BOOLEAN and _null_typed(frame, condition)
+        if not void:
+            raise _refusal(frame, exc, context, condition) from exc
+    boolean = f"CAST({enclosed(condition)} AS BOOLEAN)"
+    try:
+        _join_on(frame, boolean)  # still deterministic
     except AnalysisException as exc:
         raise _fail(exc, context, condition) from exc
+    return boolean
 
 
 def check_value(frame: DataFrame, value: str, context: str) -> None:
-    """``value`` must resolve over ``frame``'s columns."""
+    """``value`` must be one expression that resolves over ``frame``'s columns."""
     try:
-        frame.select(F.expr(value))
+        _ = frame.select(F.expr(enclosed(value))).schema
     except AnalysisException as exc:
-        raise _fail(exc, context, value) from exc
+        raise _refusal(frame, exc, context, value) from exc
+
+
+def check_one_expression(frame: DataFrame, text: str, context: str) -> None:
+    """``text`` must be one expression, without an alias; whether it resolves is left to the caller."""
+    try:
+        _ = frame.select(F.expr(enclosed(text))).schema
+    except ParseException as exc:
+        raise _refusal(frame, exc, context, text) from exc
+    except AnalysisException:
+        pass  # it parses: the caller's own analysis names what does not resolve
 
 
 def _empty(spark: SparkSession, schema: T.StructType, alias: str | None) -> DataFrame:
@@ -73,18 +142,21 @@ def _merge_frames(spark: SparkSession, table: Schema, source: T.StructType) -> d
     return {"matched": t.crossJoin(s), "not_matched": s, "not_matched_by_source": t, "on": t.crossJoin(s)}
 
 
-def _check_clause(frame: DataFrame, clause: MergeClause) -> None:
+def _check_clause(frame: DataFrame, clause: MergeClause) -> MergeClause:
     context = clause.describe()
-    if clause.condition:
-        check_condition(frame, clause.condition, context)
     for _, value in clause.assignments or ():
         check_value(frame, value, context)
+    if not clause.condition:
+        return clause
+    return replace(clause, condition=check_condition(frame, clause.condition, context))
 
 
 def check_expressions(
     spark: SparkSession, spec: OperationSpec, table: Schema, source: T.StructType | None
-) -> None:
+) -> OperationSpec:
     """Resolve every condition and value of ``spec`` against the columns its clause may see.
+
+    Returns ``spec`` with its conditions as they are evaluated (:func:`check_condition`).
 
     Raises:
         InvalidExpressionError: naming the clause and the expression.
@@ -92,14 +164,12 @@ def check_expressions(
     if isinstance(spec, MergeSpec):
         assert source is not None
         frames = _merge_frames(spark, table, source)
-        check_condition(frames["on"], spec.on, f"MERGE ON {spec.on}")
-        for clause in spec.clauses:
-            _check_clause(frames[clause.match], clause)
-        return
+        check_condition(frames["on"], spec.on, f"MERGE ON {spec.on}", null_never_holds=False)
+        return replace(spec, clauses=tuple(_check_clause(frames[c.match], c) for c in spec.clauses))
     frame = _empty(spark, to_spark_schema(table), None)
-    if spec.where:
-        check_condition(frame, spec.where, "WHERE")
+    where = check_condition(frame, spec.where, "WHERE") if spec.where else spec.where
     if isinstance(spec, UpdateSpec):
         for column, value in spec.assignments:
             check_value(frame, value, f"SET {column}")
     assert isinstance(spec, UpdateSpec | DeleteSpec)
+    return replace(spec, where=where)

@@ -13,7 +13,12 @@ import pytest
 from pyspark.sql import SparkSession
 
 import rowops
-from rowops.errors import BatchAlreadyCommittedError, PipelineSourceError, UnsupportedStrategyError
+from rowops.errors import (
+    BatchAlreadyCommittedError,
+    InvalidExpressionError,
+    PipelineSourceError,
+    UnsupportedStrategyError,
+)
 from rowops.faults import InjectedFault
 from rowops.pipeline import parse_config, runner
 from tests.readers import assert_readers_agree
@@ -260,3 +265,24 @@ def test_add_columns_evolves_the_target_in_the_batch_transaction(
     expected = [(0, "v0", 0, None), (1, "a", 1, Decimal("1.50")), (2, "v2", 0, None), (3, "v3", 0, None)]
     expected.append((9, "n", 1, Decimal("2.25")))
     assert_readers_agree(evolved, expected, ["id", "v", "seq", "price"], java)
+
+
+def test_trailing_words_in_pipeline_expressions_are_refused(lake: rowops.Lakehouse) -> None:
+    """Issue 43.1: ``where`` and ``columns`` of a pipeline are one expression each (no alias)."""
+    _table(lake)
+    lake.create_table(
+        "db.staging", lake.spark.createDataFrame([("b1", "U", 1, "a", 1)], "batch string, " + EVENTS)
+    )
+    head = '[pipeline]\nid = "p"\n[source]\nformat = "table"\ntable = "db.staging"\n'
+    feed = '[source.cdc]\nop_column = "op"\norder_by = "seq"\n'
+    target = '[[targets]]\ntable = "db.t"\nkeys = ["id"]\n'
+    before = fingerprint(lake)
+    for text, config in (
+        ("batch = '{batch_id}' bogus", f"{head}where = \"batch = '{{batch_id}}' bogus\"\n{feed}{target}"),
+        ("upper(v) bogus", f'{head}{feed}{target}columns = {{ v = "upper(v) bogus" }}\n'),
+        ("id > 0 or", f'{head}{feed}{target}where = "id > 0 or"\n'),
+    ):
+        with pytest.raises(InvalidExpressionError) as caught:
+            runner.run(lake, parse_config(config, "p.toml"), "b1")
+        assert text.replace("{batch_id}", "b1") in str(caught.value) and "\nHelp: " in str(caught.value)
+    assert fingerprint(lake) == before
