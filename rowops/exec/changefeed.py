@@ -56,13 +56,13 @@ def map_columns(df: DataFrame, columns: Mapping[str, str]) -> DataFrame:
     """``df`` with each target column of ``columns`` computed from its Spark SQL expression."""
     if not columns:
         return df
-    for target, sql in columns.items():
-        check_one_expression(df, sql, f"[[targets]].columns.{target}")
     try:
         mapped = df.withColumns({target: F.expr(sql) for target, sql in columns.items()})
         _ = mapped.schema  # analyze now: a wrong expression names its column here
     except Exception as exc:
         raise PipelineSourceError(f"a [[targets]].columns expression does not resolve: {exc}") from None
+    for target, sql in columns.items():
+        check_one_expression(df, sql, f"[[targets]].columns.{target}")
     return mapped
 
 
@@ -73,13 +73,13 @@ def spark_types(df: DataFrame) -> dict[str, str]:
 
 def filter_rows(df: DataFrame, where: str, field: str = "[[targets]].where") -> DataFrame:
     """The rows matching a ``where`` of the config (Spark SQL over the source's columns)."""
-    check_one_expression(df, where, field)
     try:
         filtered = df.where(F.expr(where))
         _ = filtered.schema
     except Exception as exc:
         first = str(exc).strip().splitlines()[0][:300]
         raise PipelineSourceError(f"{field} {where!r} does not resolve: {first}") from None
+    check_one_expression(df, where, field)
     return filtered
 
 

@@ -14,8 +14,8 @@ Values may be non-deterministic (``SET x = rand()`` is valid SQL); they are anal
 
 Each text must be exactly one expression. Spark's expression parser (``F.expr``) reads ``expr word``
 as ``expr AS word``, so ``"id = 6 bogus"`` or ``"id = 5 or"`` would silently be ``id = 6`` / ``id = 5``:
-every text is analyzed in parentheses (:func:`enclosed`), where Spark's grammar takes one expression
-and no alias; a text that parses alone but not there has a trailing word (or an ``AS``) and is refused.
+every text that parses alone is parsed again in parentheses (:func:`enclosed`), where Spark's grammar
+takes one expression and no alias; one that does not parse there ends in an alias and is refused.
 A condition of type NULL (``NULL``) is cast to BOOLEAN: it never holds, as in Spark's and Iceberg's
 MERGE and DELETE (the MERGE ON condition must still be a BOOLEAN).
 """
@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from rowops.errors import InvalidExpressionError
+from rowops.exec.compat import is_connect
 from rowops.exec.types import to_spark_schema
 from rowops.exec.validation import empty_frame
 from rowops.spec.operations import DeleteSpec, MergeClause, MergeSpec, OperationSpec, UpdateSpec
@@ -66,27 +67,30 @@ def _fail(exc: AnalysisException, context: str, expression: str) -> InvalidExpre
     return InvalidExpressionError(f"Invalid SQL {expression!r} in {context}: {' '.join(lines[:2])[:400]}")
 
 
-def _refusal(frame: DataFrame, exc: AnalysisException, context: str, text: str) -> InvalidExpressionError:
-    """The error of ``text``, which failed :func:`enclosed`: Spark's own error of ``text`` alone, or,
-    when ``text`` parses alone, its trailing word that Spark would take as an alias."""
-    if not isinstance(exc, ParseException):
-        return _fail(exc, context, text)
+def check_one_expression(frame: DataFrame, text: str, context: str) -> None:
+    """``text``, which Spark parsed alone (the caller analyzed it), must parse in parentheses too:
+    else it ends in a word (or an ``AS word``) that Spark's parser took as a column alias."""
     try:
-        _ = frame.select(F.expr(text)).schema
-    except ParseException as alone:
-        return _fail(alone, context, text)
-    except Exception:  # it parses alone; whether it then resolves does not matter here
-        pass
-    return InvalidExpressionError(
-        f"Invalid SQL {text!r} in {context}: not one expression; Spark would read its trailing word "
-        "as a column alias (expr AS word) and drop it",
-        help=_ONE_EXPRESSION,
-    )
+        column = F.expr(enclosed(text))  # classic PySpark parses it here
+        if is_connect(frame):  # Spark Connect, when it analyzes
+            _ = frame.select(column).schema
+    except ParseException as exc:
+        raise InvalidExpressionError(
+            f"Invalid SQL {text!r} in {context}: not one expression; Spark would read its trailing word "
+            "as a column alias (expr AS word) and drop it",
+            help=_ONE_EXPRESSION,
+        ) from exc
+
+
+def _analyzed(df: DataFrame) -> None:
+    """Classic PySpark analyzes a DataFrame as it is built; a Spark Connect client when asked."""
+    if is_connect(df):
+        _ = df.schema
 
 
 def _join_on(frame: DataFrame, condition: str) -> None:
     probe = frame.sparkSession.range(0).select(F.lit(True).alias(_PROBE))
-    _ = frame.join(probe, F.expr(condition), "inner").schema  # analyzed (Spark Connect: when asked)
+    _analyzed(frame.join(probe, F.expr(condition), "inner"))
 
 
 def _null_typed(frame: DataFrame, condition: str) -> bool:
@@ -100,36 +104,23 @@ def check_condition(frame: DataFrame, condition: str, context: str, null_never_h
     cast to BOOLEAN, a condition that is never true.
     """
     try:
-        _join_on(frame, enclosed(condition))
-        return condition
+        _join_on(frame, condition)
+        void = False
     except AnalysisException as exc:
         void = null_never_holds and exc.getErrorClass() == _NOT_BOOLEAN and _null_typed(frame, condition)
         if not void:
-            raise _refusal(frame, exc, context, condition) from exc
-    boolean = f"CAST({enclosed(condition)} AS BOOLEAN)"
-    try:
-        _join_on(frame, boolean)  # still deterministic
-    except AnalysisException as exc:
-        raise _fail(exc, context, condition) from exc
-    return boolean
+            raise _fail(exc, context, condition) from exc
+    check_one_expression(frame, condition, context)
+    return f"CAST({enclosed(condition)} AS BOOLEAN)" if void else condition
 
 
 def check_value(frame: DataFrame, value: str, context: str) -> None:
     """``value`` must be one expression that resolves over ``frame``'s columns."""
     try:
-        _ = frame.select(F.expr(enclosed(value))).schema
+        _analyzed(frame.select(F.expr(value)))
     except AnalysisException as exc:
-        raise _refusal(frame, exc, context, value) from exc
-
-
-def check_one_expression(frame: DataFrame, text: str, context: str) -> None:
-    """``text`` must be one expression, without an alias; whether it resolves is left to the caller."""
-    try:
-        _ = frame.select(F.expr(enclosed(text))).schema
-    except ParseException as exc:
-        raise _refusal(frame, exc, context, text) from exc
-    except AnalysisException:
-        pass  # it parses: the caller's own analysis names what does not resolve
+        raise _fail(exc, context, value) from exc
+    check_one_expression(frame, value, context)
 
 
 def _empty(spark: SparkSession, schema: T.StructType, alias: str | None) -> DataFrame:

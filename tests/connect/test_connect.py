@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 
 import rowops
 import rowops.exec.session as rowops_session
-from rowops.errors import ExecutorEnvironmentError
+from rowops.errors import ExecutorEnvironmentError, InvalidExpressionError
 from tests.connect.conftest import server_env, server_python
 from tests.oracles.s3_server import S3Server
 from tests.readers import assert_readers_agree
@@ -43,6 +43,9 @@ def test_smoke_merge_update_delete_from_connect_client(spark: SparkSession, tmp_
         expected.update({k: (k, f"{s}+{strategy}") for k, s in expected.values() if k % 4 == 0})
     rowops.delete(table, where="k >= 30", strategy="position-delete")
     rowops.delete(table, where="k < 3", strategy="copy-on-write")
+    with pytest.raises(InvalidExpressionError, match="k = 6 bogus"):  # not `k = 6 AS bogus` (issue 43)
+        rowops.delete(table, where="k = 6 bogus")
+    rowops.delete(table, where="NULL")  # never true: deletes nothing
     expected = {k: row for k, row in expected.items() if 3 <= k < 30}
     checked = assert_readers_agree(table, expected.values(), COLUMNS, None)
     assert checked["duckdb"] == "ok"

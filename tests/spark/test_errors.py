@@ -132,6 +132,11 @@ def test_schema_mismatch_names_columns(lake, table) -> None:  # type: ignore[no-
             "Invalid SQL",
         ),
         (lambda t: rowops.delete(t, where="no_such_col > 1"), errors.InvalidExpressionError, "no_such_col"),
+        (  # it would parse in parentheses: "(k = 1) OR (k = 2)"; alone it does not
+            lambda t: rowops.delete(t, where="k = 1) OR (k = 2"),
+            errors.InvalidExpressionError,
+            "k = 1) OR (k = 2",
+        ),
         (lambda t: rowops.update(t, set={"nope": "1"}), errors.NoSuchColumnError, "nope"),
         (lambda t: rowops.delete(t, where="k = 1", strategy="fastest"), errors.InvalidInputError, "fastest"),
         (
