@@ -86,7 +86,7 @@ def check_offered(log: LakeLog, name: str, metadata: TableMetadata, every_ref: b
             what = "its current snapshot" if ref == "main" else f"the snapshot of its ref {ref!r}"
             raise SnapshotExpiredError(
                 f"Table {name} as of this lake version cannot be read or restored: {what} ({snapshot_id}) "
-                f"was removed by the expire_snapshots of lake version {by}, which deleted its files. "
+                f"was expired by table.expire_snapshots at lake version {by}, which deleted its files. "
                 "Nothing was changed."
             )
 
