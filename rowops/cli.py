@@ -374,11 +374,15 @@ def expire_snapshots(
     ctx: typer.Context,
     table: Annotated[str, typer.Argument(help="namespace.table")],
     older_than: Annotated[
-        str | None, typer.Option(help="Age like 7d, 12h (default: keep only retain-last).")
+        str | None,
+        typer.Option(help="Age like 7d, 12h, 0s (default: history.expire.max-snapshot-age-ms, 5 days)."),
     ] = None,
-    retain_last: Annotated[int, typer.Option(help="Snapshots always kept.")] = 1,
+    retain_last: Annotated[
+        int | None,
+        typer.Option(help="Snapshots always kept (default: history.expire.min-snapshots-to-keep, 1)."),
+    ] = None,
 ) -> None:
-    """Expire old snapshots (never the current one, nor one a tag needs)."""
+    """Expire old snapshots (never the current one, nor one a tag or an offered lake version needs)."""
     age = parse_duration(older_than) if older_than else None
     _maintain(ctx, table, lambda t: t.expire_snapshots(older_than=age, retain_last=retain_last))
 

@@ -444,3 +444,13 @@ class BatchAlreadyCommittedError(RowOpsError):
     def __init__(self, message: str, version: int, help: str | None = None) -> None:
         self.version = version
         super().__init__(message, help)
+
+
+class GcDisabledError(RowOpsError):
+    """A table with ``gc.enabled=false`` (Iceberg's property): its files may be shared with another
+    table, so ``expire_snapshots`` and ``remove_orphans`` delete nothing (as Iceberg Java refuses)."""
+
+    help = (
+        "Nothing was changed. If no other table uses this table's files, enable garbage collection with "
+        "table.set_properties(**{'gc.enabled': 'true'}) and run it again."
+    )

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from pyiceberg.manifest import DataFile, DataFileContent
+from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation
 
 from rowops.catalog.branches import BranchScope
@@ -34,7 +35,14 @@ from rowops.exec.maintenance import deleted_positions, merged_positions, rewrite
 from rowops.exec.session import operation_conf
 from rowops.exec.write import Staging
 from rowops.maintenance.compaction import check_positive, partition_filter, plan_compaction, target_file_size
-from rowops.maintenance.expiry import check_retain_last, cutoff_ms, plan_expiry
+from rowops.maintenance.expiry import (
+    ExpiryPlan,
+    check_gc_enabled,
+    check_retain_last,
+    cutoff_ms,
+    expiry_defaults,
+    plan_expiry,
+)
 from rowops.maintenance.health import health_report
 from rowops.maintenance.index import covered_targets, dangling_deletes
 from rowops.meta.delete_index import DeleteIndex
@@ -326,7 +334,7 @@ def _lake_catalog(table: Table, operation: str) -> TableCatalog:
 
 
 def expire_snapshots(
-    table: Table, older_than: datetime | timedelta | None = None, retain_last: int = 1
+    table: Table, older_than: datetime | timedelta | None = None, retain_last: int | None = None
 ) -> MaintenanceResult:
     """Expire snapshots and delete the files only they referenced (see ``Table.expire_snapshots``)."""
     started = time.perf_counter()
@@ -335,10 +343,15 @@ def expire_snapshots(
     before = cutoff_ms(older_than, now)
     catalog = _lake_catalog(table, "expire_snapshots")
     loaded = table.load()
-    chosen = plan_expiry(loaded.metadata, now, before, retain_last)
+    check_gc_enabled(loaded.metadata, "expire_snapshots", table.name)
+
+    def choose(metadata: TableMetadata) -> ExpiryPlan:
+        return plan_expiry(metadata, now, *expiry_defaults(metadata.properties, now, before, retain_last))
+
+    chosen = choose(loaded.metadata)
     if not chosen.refs and not chosen.snapshots:
         return _nothing("expire_snapshots", started)
-    done = expire(catalog, loaded, chosen, lambda m: plan_expiry(m, now, before, retain_last))
+    done = expire(catalog, loaded, chosen, choose)
     return MaintenanceResult(
         "expire_snapshots",
         done.committed.metadata.current_snapshot_id if done.snapshots else None,
@@ -359,7 +372,9 @@ def remove_orphans(table: Table, older_than: timedelta) -> MaintenanceResult:
             "days (default 3 days). Nothing was changed.",
         )
     catalog = _lake_catalog(table, "remove_orphans")
-    location = normalize_path(table.load().metadata.location)
+    metadata = table.load().metadata
+    check_gc_enabled(metadata, "remove_orphans", table.name)
+    location = normalize_path(metadata.location)
     found = remove_table_orphans(catalog, location, older_than)
     return MaintenanceResult(
         "remove_orphans",

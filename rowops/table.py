@@ -294,25 +294,30 @@ class Table:
 
     @checked_call
     def expire_snapshots(
-        self, older_than: datetime | timedelta | None = None, retain_last: int = 1
+        self, older_than: datetime | timedelta | None = None, retain_last: int | None = None
     ) -> MaintenanceResult:
         """Remove old snapshots and delete the files only they referenced.
 
-        Never the current snapshot, a ref's (tag or branch) or the newest ``retain_last`` of main.
-        Lake versions whose state of this table is an expired snapshot can no longer read it
-        (``SnapshotExpiredError``).
+        Never the current snapshot, a ref's (tag or branch) or the newest ``retain_last`` of main, and
+        never a file that a snapshot of any lake version still offered references (lines of history a
+        ``lake.rollback_to`` left included). Lake versions whose state of this table is an expired
+        snapshot can no longer read it (``SnapshotExpiredError`` naming this expiry). Refused
+        (``GcDisabledError``) when the table's ``gc.enabled`` is false.
 
         Args:
             older_than: only snapshots committed before this time (a datetime) or age (a timedelta);
-                None: any age.
-            retain_last: the newest snapshots of the main branch always kept (>= 1).
+                None: the table's ``history.expire.max-snapshot-age-ms`` (Iceberg's default: 5 days).
+                ``timedelta(0)``: any age.
+            retain_last: the newest snapshots of the main branch always kept (>= 1); None: the table's
+                ``history.expire.min-snapshots-to-keep`` (default 1).
         """
         return maintenance_ops.expire_snapshots(self, older_than, retain_last)
 
     @checked_call
     def remove_orphans(self, older_than: timedelta = timedelta(days=3)) -> MaintenanceResult:
         """Delete files under the table's ``data/`` and ``metadata/`` that no lake version references and
-        that are older than ``older_than`` (younger ones may belong to a commit in flight)."""
+        that are older than ``older_than`` (younger ones may belong to a commit in flight). Refused
+        (``GcDisabledError``) when the table's ``gc.enabled`` is false."""
         return maintenance_ops.remove_orphans(self, older_than)
 
     def health(self) -> HealthReport:

@@ -232,6 +232,25 @@ class LakeLog:
                     seen.add(entry)
                     yield entry
 
+    def named_entries(self) -> Iterator[tuple[str, TableEntry]]:
+        """Every distinct (table name, entry) pair any version held, each immutable node read once."""
+        seen_nodes: set[str] = set()
+        seen: set[tuple[str, TableEntry]] = set()
+        for version in self.history():
+            for pair in self._pairs_below(version.root, seen_nodes):
+                if pair not in seen:
+                    seen.add(pair)
+                    yield pair
+
+    def _pairs_below(self, node: Node, seen_nodes: set[str]) -> Iterator[tuple[str, TableEntry]]:
+        if isinstance(node, trie.Leaf):
+            yield from node.entries.items()
+            return
+        for child in node.children.values():
+            if child.node not in seen_nodes:
+                seen_nodes.add(child.node)
+                yield from self._pairs_below(self._load_node(child.node), seen_nodes)
+
     def _entries_below(self, node: Node, seen_nodes: set[str]) -> Iterator[TableEntry]:
         if isinstance(node, trie.Leaf):
             yield from node.entries.values()

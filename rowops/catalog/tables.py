@@ -33,6 +33,7 @@ from pyiceberg.table.update import (
 )
 
 from rowops import faults
+from rowops.catalog.expired import EXPIRED_KEY, UUID_KEY
 from rowops.catalog.log import LakeLog, LakeVersion, TableEntry, VersionTaken
 from rowops.catalog.storage import Storage, sync_files
 from rowops.commit import refs
@@ -300,17 +301,19 @@ class TableCatalog:
         """Remove the refs and snapshots ``choose`` picks on the newest table state (expiry); a
         metadata-only commit that rebases by choosing again. Returns the committed table and the ids removed."""
         removed: list[int] = []
+        info: dict[str, object] = {"operation": "expire-snapshots"}
 
         def produce(cur: LoadedTable) -> tuple[TableMetadata, list[str]]:
             names, ids = choose(cur.metadata)
             removed[:] = ids
+            info.update({EXPIRED_KEY: list(ids), UUID_KEY: str(cur.metadata.table_uuid)})  # the record
             updates: list[TableUpdate] = [RemoveSnapshotRefUpdate(ref_name=n) for n in names]
             updates.append(RemoveSnapshotsUpdate(snapshot_ids=list(removed)))
             return update_table_metadata(
                 cur.metadata, tuple(updates), metadata_location=cur.metadata_location
             ), []
 
-        committed = self._swap(base, produce, {"operation": "expire-snapshots"})
+        committed = self._swap(base, produce, info)
         return committed, removed
 
     # -- internals ---------------------------------------------------------------------------

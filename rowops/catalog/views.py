@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rowops.catalog.expired import check_offered
 from rowops.catalog.log import LakeVersion
 from rowops.catalog.tables import CommitListener, LoadedTable, TableCatalog
 from rowops.commit.refs import RefChange
@@ -20,7 +21,11 @@ class PinnedView:
         self.version = version
 
     def load(self, ident: TableIdentifier) -> LoadedTable:
-        return self.catalog.load(ident, self.version)
+        """The table as of this version; refused (``SnapshotExpiredError``) when an expiry removed its
+        snapshot of that version."""
+        loaded = self.catalog.load(ident, self.version)
+        check_offered(self.catalog.log, str(ident), loaded.metadata)
+        return loaded
 
     def note_read(self, ident: TableIdentifier) -> None:
         """Reads of a past version need no validation."""

@@ -3,7 +3,10 @@
 The rules are Iceberg's ``RemoveSnapshots`` (``plan_expiry``): refs past their ``max-ref-age-ms``
 are dropped; every other ref keeps its snapshot, and each branch (``main`` included) keeps the newest
 ``min-snapshots-to-keep`` (default ``retain_last``) of its history plus those younger than its
-``max-snapshot-age-ms`` (default ``older_than``). A file may be deleted when an expired snapshot
+``max-snapshot-age-ms`` (default ``older_than``). Without ``older_than`` / ``retain_last`` the
+table's ``history.expire.max-snapshot-age-ms`` (5 days) and ``history.expire.min-snapshots-to-keep``
+(1) are the defaults (``expiry_defaults``); ``gc.enabled=false`` refuses expiry and orphan removal
+(``check_gc_enabled``). A file may be deleted when an expired snapshot
 references it (its manifest list, manifests, data and delete files) and no retained snapshot does
 (reading a retained snapshot needs its manifest list, its manifests and their live entries).
 """
@@ -18,7 +21,13 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRef, SnapshotRefType
 
 from rowops.commit.refs import ancestors
-from rowops.errors import InvalidInputError
+from rowops.errors import GcDisabledError, InvalidInputError
+
+MAX_SNAPSHOT_AGE_MS = "history.expire.max-snapshot-age-ms"
+MIN_SNAPSHOTS_TO_KEEP = "history.expire.min-snapshots-to-keep"
+MAX_REF_AGE_MS = "history.expire.max-ref-age-ms"
+DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 60 * 60 * 1000  # Iceberg's TableProperties defaults
+DEFAULT_MIN_SNAPSHOTS_TO_KEEP = 1
 
 
 def cutoff_ms(older_than: datetime | timedelta | None, now_ms: int) -> int | None:
@@ -45,11 +54,45 @@ def cutoff_ms(older_than: datetime | timedelta | None, now_ms: int) -> int | Non
     )
 
 
-def check_retain_last(retain_last: int) -> None:
+def check_retain_last(retain_last: int | None) -> None:
+    if retain_last is None:
+        return
     if isinstance(retain_last, bool) or not isinstance(retain_last, int) or retain_last < 1:
         raise InvalidInputError(
             f"retain_last must be an int >= 1, got {retain_last!r}",
             help="The current snapshot is always kept: pass retain_last=1 or more. Nothing was changed.",
+        )
+
+
+def expiry_defaults(
+    properties: dict[str, str], now_ms: int, before_ms: int | None, retain_last: int | None
+) -> tuple[int, int]:
+    """The cutoff and minimum count of an expiry: the caller's, else the table's ``history.expire.*``
+    properties, else Iceberg's defaults (5 days, 1), as Iceberg's ``RemoveSnapshots``.
+
+    >>> expiry_defaults({}, 10**12, None, None) == (10**12 - 432_000_000, 1)
+    True
+    >>> expiry_defaults({MAX_SNAPSHOT_AGE_MS: "1", MIN_SNAPSHOTS_TO_KEEP: "3"}, 100, None, None)
+    (99, 3)
+    >>> expiry_defaults({MIN_SNAPSHOTS_TO_KEEP: "3"}, 100, 7, 2)
+    (7, 2)
+    """
+    if before_ms is None:
+        age = _int(properties.get(MAX_SNAPSHOT_AGE_MS))
+        before_ms = now_ms - (age if age is not None and age >= 0 else DEFAULT_MAX_SNAPSHOT_AGE_MS)
+    if retain_last is None:
+        count = _int(properties.get(MIN_SNAPSHOTS_TO_KEEP))
+        retain_last = count if count is not None and count >= 1 else DEFAULT_MIN_SNAPSHOTS_TO_KEEP
+    return before_ms, retain_last
+
+
+def check_gc_enabled(metadata: TableMetadata, operation: str, name: str) -> None:
+    """Refuse to delete files of a table whose ``gc.enabled`` is false (Iceberg: "deleting files may
+    corrupt other tables")."""
+    if metadata.properties.get("gc.enabled", "true").strip().lower() == "false":
+        raise GcDisabledError(
+            f"{operation} refused on table {name}: its property gc.enabled is false (its files may be "
+            "shared with another table, so rowops deletes none of them)"
         )
 
 
@@ -75,7 +118,7 @@ def plan_expiry(metadata: TableMetadata, now_ms: int, before_ms: int | None, ret
     Everything else expires (oldest first).
     """
     snapshots = {s.snapshot_id: s for s in metadata.snapshots}
-    default_ref_age = _int(metadata.properties.get("history.expire.max-ref-age-ms"))
+    default_ref_age = _int(metadata.properties.get(MAX_REF_AGE_MS))
     dropped: list[str] = []
     kept_refs: list[SnapshotRef] = []
     for name, ref in sorted(metadata.refs.items()):

@@ -125,7 +125,7 @@ def test_compact_and_expire_on_v3(lake, java) -> None:  # type: ignore[no-untype
     files = table.files()
     assert not files.position_deletes and len(files.data) == 1
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
-    table.expire_snapshots(retain_last=1)
+    table.expire_snapshots(older_than=timedelta(0), retain_last=1)
     assert not any(Path(p).exists() for p in old_vectors)
     table.remove_orphans(older_than=timedelta(0))
     assert_readers_agree(table, oracle.values(), COLUMNS, java)

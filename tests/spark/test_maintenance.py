@@ -266,7 +266,7 @@ def test_expire_and_remove_orphans_never_delete_referenced_files(lake, java) -> 
     expected[table.current_snapshot_id] = oracle.values()
     snapshots_before = {s["snapshot_id"] for s in table.snapshots()}
 
-    result = table.expire_snapshots(retain_last=2)
+    result = table.expire_snapshots(older_than=timedelta(0), retain_last=2)
     live = {s["snapshot_id"] for s in table.snapshots()}
     assert result.committed and result.snapshots_expired == len(snapshots_before) - 3
     assert tagged in live and table.current_snapshot_id in live and len(live) == 3
@@ -290,7 +290,9 @@ def test_expire_and_remove_orphans_never_delete_referenced_files(lake, java) -> 
     lake.cleanup(older_than=timedelta(0))  # the lake-wide cleanup copes with expired snapshots
     for snapshot_id in live:
         assert_readers_agree(table, expected[snapshot_id], COLUMNS, java, snapshot_id=snapshot_id)
-    assert table.expire_snapshots(retain_last=2).snapshot_id is None  # nothing left to expire
+    assert (
+        table.expire_snapshots(older_than=timedelta(0), retain_last=2).snapshot_id is None
+    )  # nothing left to expire
 
 
 def test_rewrites_through_a_pyiceberg_catalog(spark, tmp_path, java) -> None:  # type: ignore[no-untyped-def]
@@ -315,7 +317,9 @@ def test_expire_keeps_the_files_of_a_table_registered_twice(lake, java) -> None:
     twin = lake.register_table("db.twin", table.metadata_location)  # the same files under another name
     expected = oracle.values()
     upserts(table, oracle, "copy-on-write", rounds=1)
-    assert table.expire_snapshots().snapshots_expired == 1  # the twin's current snapshot
+    assert (
+        table.expire_snapshots(older_than=timedelta(0)).snapshots_expired == 1
+    )  # the twin's current snapshot
     assert_readers_agree(twin, expected, COLUMNS, java)
     assert_readers_agree(table, oracle.values(), COLUMNS, java)
 
@@ -330,7 +334,9 @@ def test_expire_older_than_keeps_young_snapshots(lake) -> None:  # type: ignore[
 
 def test_nothing_to_do_commits_nothing(lake) -> None:  # type: ignore[no-untyped-def]
     table, _ = create(lake, Layout("unpartitioned", (), ("k",)))
-    assert table.compact().committed and table.expire_snapshots().snapshots_expired == 1
+    assert (
+        table.compact().committed and table.expire_snapshots(older_than=timedelta(0)).snapshots_expired == 1
+    )
     before, version = fingerprint(lake), lake.version
     for run in (
         table.compact,

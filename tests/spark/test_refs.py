@@ -90,7 +90,7 @@ def test_tags_are_read_and_kept_by_expiry_until_their_max_age(lake, java) -> Non
     rowops.merge(frame(lake.spark, [make_row(3, 1)]), table, on=["k"], strategy="copy-on-write")
     time.sleep(0.05)  # the "short" tag's snapshot is now older than its max-ref-age
 
-    done = table.expire_snapshots(retain_last=1)
+    done = table.expire_snapshots(older_than=timedelta(0), retain_last=1)
     ids = {s["snapshot_id"] for s in table.snapshots()}
     assert ids == {v1, table.current_snapshot_id}, "only the tagged and the current snapshot stay"
     assert short not in ids and "short" not in table.refs()
@@ -104,7 +104,7 @@ def test_tags_are_read_and_kept_by_expiry_until_their_max_age(lake, java) -> Non
     }
     assert_ref_reads(table, "tag", "v1", rows, java)  # its files survived the expiry
     table.drop_tag("v1")
-    table.expire_snapshots(retain_last=1)
+    table.expire_snapshots(older_than=timedelta(0), retain_last=1)
     assert [s["snapshot_id"] for s in table.snapshots()] == [table.current_snapshot_id]
 
 
@@ -118,7 +118,7 @@ def test_branch_retention_keeps_min_snapshots_and_drops_expired_branches(lake) -
     heads = [s["snapshot_id"] for s in table.snapshots()][-2:]
     rowops.merge(frame(lake.spark, [make_row(1, 1)]), table, on=["k"], strategy="copy-on-write")
     time.sleep(0.05)
-    table.expire_snapshots(retain_last=1)
+    table.expire_snapshots(older_than=timedelta(0), retain_last=1)
     assert set(table.refs()) == {"main", "keep"}
     assert {s["snapshot_id"] for s in table.snapshots()} == {table.current_snapshot_id, *heads}
     assert sorted(r[0] for r in keep.to_df().collect()) == [*range(N), 100, 101, 102]
