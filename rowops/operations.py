@@ -196,6 +196,9 @@ def _groups(written: Written, files: TableFiles) -> tuple[FileGroup, ...]:
 
 
 def _final_strategy(planned: Planned, groups: tuple[FileGroup, ...]) -> str:
+    """The encoding that ran, the one value of the result's ``strategy`` and the snapshot summary's
+    ``rowops.strategy``: a hybrid decision that only rewrote files is ``copy-on-write``, one that only
+    wrote position deletes ``position-delete``; ``hybrid`` when it did both."""
     decision = planned.decision
     if planned.whole_files is not None:
         return METADATA_ONLY
@@ -215,12 +218,12 @@ def execute(planned: Planned) -> OperationResult:
     ):
         ctx = WriteContext(planned.table.lake.spark, planned.files, metadata, stage)
         written, counts = _encode(planned, ctx)
-        delta = _delta(written, planned, counts)
+        groups = _groups(written, planned.files)
+        strategy = _final_strategy(planned, groups)  # the result's and the snapshot summary's
+        delta = _delta(written, planned, counts, strategy)
         committed = _commit(planned.table, planned.loaded, planned.files, delta, stage)
         if committed is None:
             stage.discard()
-    groups = _groups(written, planned.files)
-    strategy = _final_strategy(planned, groups)
     report = replace(planned.report, groups=groups, strategy=strategy)
     return OperationResult(
         strategy=strategy,
@@ -276,7 +279,8 @@ def _spark_plan(planned: Planned) -> str:
             changes.release()
 
 
-def _delta(written: Written, planned: Planned, counts: dict[str, int | None]) -> RowDelta:
+def _delta(written: Written, planned: Planned, counts: dict[str, int | None], strategy: str) -> RowDelta:
+    """The commit of the written files; ``strategy`` is the encoding that ran (``_final_strategy``)."""
     metadata, spec = planned.loaded.metadata, planned.spec
     schema = metadata.schema()
     eq_ids = (
@@ -312,7 +316,7 @@ def _delta(written: Written, planned: Planned, counts: dict[str, int | None]) ->
         schema_id=metadata.current_schema_id,
         spec_id=metadata.default_spec_id,
         extra_summary={
-            "rowops.strategy": planned.report.strategy,  # the decision's, or metadata-only
+            "rowops.strategy": strategy,
             "rowops.operation": type(spec).__name__.removesuffix("Spec").lower(),
             **{
                 f"rowops.rows-{kind.removesuffix('e')}ed": str(n)
