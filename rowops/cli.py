@@ -301,11 +301,23 @@ def _time(millis: int) -> str:
     return datetime.fromtimestamp(millis / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _count(n: int | None) -> str:
+    return "?" if n is None else str(n)
+
+
 def _commit_line(c: LakeCommit) -> str:
+    """One lake version: rows inserted ~updated -deleted ("?": the encoding could not count them),
+    then Iceberg's own summary counts (records of data files added and removed, deletes added)."""
     tables = "; ".join(f"{name}: {', '.join(ops)}" for name, ops in c.tables.items())
     batch = f" batch {c.batch}" if c.batch else ""
-    rows = f"+{c.rows_inserted} ~{c.rows_updated} -{c.rows_deleted}"
-    return f"v{c.version} {_time(c.timestamp_ms)} {c.isolation}{batch} [{tables}] rows {rows}"
+    rows = f"+{_count(c.rows_inserted)} ~{_count(c.rows_updated)} -{_count(c.rows_deleted)}"
+    records = f"records +{c.records_added} -{c.records_removed}"
+    for name, n in (
+        ("position deletes", c.position_deletes_added),
+        ("equality deletes", c.equality_deletes_added),
+    ):
+        records += f", {name} +{n}" if n else ""
+    return f"v{c.version} {_time(c.timestamp_ms)} {c.isolation}{batch} [{tables}] rows {rows}; {records}"
 
 
 @app.command("history")
@@ -337,6 +349,11 @@ def _snapshot_line(snapshot: dict[str, Any]) -> str:
         "rowops.rows-inserted",
         "rowops.rows-updated",
         "rowops.rows-deleted",
+        "rowops.rows-unknown",
+        "added-records",
+        "deleted-records",
+        "added-position-deletes",
+        "added-equality-deletes",
     )
     shown = " ".join(f"{k.removeprefix('rowops.')}={summary[k]}" for k in keep if k in summary)
     return f"{snapshot['snapshot_id']} seq {snapshot['sequence_number']} {_time(snapshot['timestamp_ms'])} {shown}"

@@ -13,6 +13,7 @@ from pyiceberg.manifest import DataFileContent
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation
 
+from rowops.catalog.history import UNKNOWN_ROWS
 from rowops.catalog.tables import LoadedTable
 from rowops.commit.read_set import ReadSet
 from rowops.commit.row_delta import RowDelta
@@ -108,6 +109,13 @@ def _check_cardinality(planned: Planned, changes: RowChanges, repeated: list[tup
     )
 
 
+# What equality deletes know without reading the target: an upsert replaces or inserts each source
+# row (it deletes none without writing its new version) but cannot tell which keys existed; a delete
+# by key inserts and updates nothing and cannot tell how many of its keys existed.
+BLIND_UPSERT_COUNTS: dict[str, int | None] = {"insert": None, "update": None, "delete": 0}
+BLIND_DELETE_COUNTS: dict[str, int | None] = {"insert": 0, "update": 0, "delete": None}
+
+
 def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int | None]]:
     """Run the chosen encoding; returns what was written and the row counts."""
     spec, source = planned.spec, planned.source
@@ -123,7 +131,8 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
             check_keys(source, spec.on_columns, duplicates_allowed=not upsert)
         rows = planned.source_keys.rows if planned.source_keys else None
         specs, _ = equality_delete_specs(table_facts(planned.loaded.metadata, planned.files))
-        return equality_writes.equality_delete(ctx, source, spec.on_columns, upsert, specs, rows), {}
+        written = equality_writes.equality_delete(ctx, source, spec.on_columns, upsert, specs, rows)
+        return written, BLIND_UPSERT_COUNTS if upsert else BLIND_DELETE_COUNTS
     keyed = _rewrite_by_key(planned, ctx)
     if keyed is not None:
         return keyed
@@ -196,6 +205,9 @@ def _groups(written: Written, files: TableFiles) -> tuple[FileGroup, ...]:
 
 
 def _final_strategy(planned: Planned, groups: tuple[FileGroup, ...]) -> str:
+    """The encoding that ran, the one value of the result's ``strategy`` and the snapshot summary's
+    ``rowops.strategy``: a hybrid decision that only rewrote files is ``copy-on-write``, one that only
+    wrote position deletes ``position-delete``; ``hybrid`` when it did both."""
     decision = planned.decision
     if planned.whole_files is not None:
         return METADATA_ONLY
@@ -215,12 +227,12 @@ def execute(planned: Planned) -> OperationResult:
     ):
         ctx = WriteContext(planned.table.lake.spark, planned.files, metadata, stage)
         written, counts = _encode(planned, ctx)
-        delta = _delta(written, planned, counts)
+        groups = _groups(written, planned.files)
+        strategy = _final_strategy(planned, groups)  # the result's and the snapshot summary's
+        delta = _delta(written, planned, counts, strategy)
         committed = _commit(planned.table, planned.loaded, planned.files, delta, stage)
         if committed is None:
             stage.discard()
-    groups = _groups(written, planned.files)
-    strategy = _final_strategy(planned, groups)
     report = replace(planned.report, groups=groups, strategy=strategy)
     return OperationResult(
         strategy=strategy,
@@ -228,6 +240,10 @@ def execute(planned: Planned) -> OperationResult:
         rows_inserted=counts.get("insert"),
         rows_updated=counts.get("update"),
         rows_deleted=counts.get("delete"),
+        rows_written=_rows_written(counts, delta),
+        keys_deleted=sum(
+            f.record_count for f in delta.added_deletes if f.content == DataFileContent.EQUALITY_DELETES
+        ),
         data_files_added=len(delta.added_data),
         data_files_removed=len(delta.removed_data),
         delete_files_added=len(delta.added_deletes),
@@ -238,6 +254,15 @@ def execute(planned: Planned) -> OperationResult:
         files_rewritten=len(written.rewritten),
         explain=format_report(report),
     )
+
+
+def _rows_written(counts: dict[str, int | None], delta: RowDelta) -> int:
+    """Rows inserted or updated; where the split is unknown (equality deletes) the rows written, which
+    are exactly the source rows (no unchanged row is copied)."""
+    inserted, updated = counts.get("insert"), counts.get("update")
+    if inserted is not None and updated is not None:
+        return inserted + updated
+    return sum(f.record_count for f in delta.added_data)
 
 
 def run(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str) -> OperationResult:
@@ -276,7 +301,8 @@ def _spark_plan(planned: Planned) -> str:
             changes.release()
 
 
-def _delta(written: Written, planned: Planned, counts: dict[str, int | None]) -> RowDelta:
+def _delta(written: Written, planned: Planned, counts: dict[str, int | None], strategy: str) -> RowDelta:
+    """The commit of the written files; ``strategy`` is the encoding that ran (``_final_strategy``)."""
     metadata, spec = planned.loaded.metadata, planned.spec
     schema = metadata.schema()
     eq_ids = (
@@ -312,15 +338,22 @@ def _delta(written: Written, planned: Planned, counts: dict[str, int | None]) ->
         schema_id=metadata.current_schema_id,
         spec_id=metadata.default_spec_id,
         extra_summary={
-            "rowops.strategy": planned.report.strategy,  # the decision's, or metadata-only
+            "rowops.strategy": strategy,
             "rowops.operation": type(spec).__name__.removesuffix("Spec").lower(),
             **{
                 f"rowops.rows-{kind.removesuffix('e')}ed": str(n)
                 for kind, n in counts.items()
                 if n is not None
             },
+            **_unknown_rows(counts),
         },
     )
+
+
+def _unknown_rows(counts: dict[str, int | None]) -> dict[str, str]:
+    """The summary key naming the row counts the encoding could not know (``catalog/history.py``)."""
+    unknown = [f"{kind.removesuffix('e')}ed" for kind, n in counts.items() if n is None]
+    return {UNKNOWN_ROWS: ",".join(unknown)} if unknown else {}
 
 
 def _read_set(planned: Planned) -> ReadSet:
@@ -386,4 +419,5 @@ def append(table: Table, df: DataFrame) -> OperationResult:
     snapshot = committed.metadata.current_snapshot_id if committed else loaded.metadata.current_snapshot_id
     rows = sum(f.record_count for f in delta.added_data)
     added = len(delta.added_data)
-    return OperationResult("append", snapshot, rows, 0, 0, added, 0, 0, time.perf_counter() - started)
+    duration = time.perf_counter() - started
+    return OperationResult("append", snapshot, rows, 0, 0, added, 0, 0, duration, rows_written=rows)

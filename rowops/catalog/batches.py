@@ -10,7 +10,10 @@ below ``_rowops/batches/`` only makes the question "was this batch committed?" c
 
 :meth:`BatchIndex.find` reads the versions after the hint (committed since the pipeline's last
 successful run, by anyone), then one index entry and the version it names; it writes nothing, so a
-failed or skipped run leaves the lake as it was. :meth:`BatchIndex.record` (after a commit) indexes and
+failed or skipped run leaves the lake as it was. The batch record is part of the lake state, as
+Delta's transaction identifiers are part of a table's state: ``lake.rollback_to`` a version before
+the batch's commit undoes the batch too, and it runs again. So a batch found committed is checked
+against the rollbacks since its commit (:meth:`BatchIndex.in_state`, reading the versions after it). :meth:`BatchIndex.record` (after a commit) indexes and
 moves the hint. A run therefore never reads the whole history; a lost index write (a crash right after
 the commit) only means the next run reads a few more versions.
 """
@@ -38,6 +41,14 @@ def committed_batch(version: LakeVersion) -> dict[str, str] | None:
     record: Any = (version.transaction or {}).get("batch")
     if isinstance(record, dict) and "app" in record and "id" in record:
         return {"app": str(record["app"]), "id": str(record["id"])}
+    return None
+
+
+def rollback_target(version: LakeVersion) -> int | None:
+    """The version a ``lake.rollback_to`` version made the lake equal to, if it is one."""
+    record: Any = version.transaction or {}
+    if record.get("isolation") == "rollback" and "target-version" in record:
+        return int(record["target-version"])
     return None
 
 
@@ -72,9 +83,29 @@ class BatchIndex:
         then one index entry and the version it names.
         """
         found = self.catch_up(app, upto.version, write=False)
-        if batch in found:
-            return found[batch]
-        return self._lookup(app, batch, upto.version)
+        version = found[batch] if batch in found else self._lookup(app, batch, upto.version)
+        return None if version is None else self.in_state(app, batch, version, upto.version)
+
+    def in_state(self, app: str, batch: str, version: int, upto: int) -> int | None:
+        """The commit of ``batch`` (``version`` or a later one) the lake state at ``upto`` holds, or
+        None when a ``lake.rollback_to`` undid it.
+
+        Walks back from ``upto``: a rollback's state is its target's, so the walk jumps there; a
+        commit of the batch on the way is the one in the state. Landing below ``version``, an earlier
+        commit of the batch (the index's entry) may still be in the state.
+        """
+        record = batch_record(app, batch)
+        current = upto
+        while current > version:
+            lake_version = self.log.read(current)
+            if committed_batch(lake_version) == record:
+                return current
+            target = rollback_target(lake_version)
+            current = target if target is not None else current - 1
+        if current == version:
+            return version
+        earlier = self._lookup(app, batch, current)
+        return None if earlier is None or earlier >= version else self.in_state(app, batch, earlier, current)
 
     def _lookup(self, app: str, batch: str, upto: int) -> int | None:
         try:

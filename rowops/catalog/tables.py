@@ -34,10 +34,11 @@ from pyiceberg.table.update import (
 
 from rowops import faults
 from rowops.catalog.expired import EXPIRED_KEY, UUID_KEY
+from rowops.catalog.history import commit_counts, created_counts
 from rowops.catalog.log import LakeLog, LakeVersion, TableEntry, VersionTaken
 from rowops.catalog.storage import Storage, sync_files
 from rowops.commit import refs
-from rowops.commit.row_delta import RowDelta, apply, find_conflict, main_branch_update
+from rowops.commit.row_delta import RowDelta, apply, find_conflict, main_branch_update, snapshot_summary
 from rowops.errors import (
     CommitConflictError,
     ConflictKind,
@@ -180,7 +181,8 @@ class TableCatalog:
     ) -> LoadedTable:
         """Commit a new table; its metadata file is removed again unless a version may reference it."""
         entry_uuid = str(metadata.table_uuid)
-        txn = {"id": str(uuid.uuid4()), "commits": [{"table": str(ident), "operation": "create"}]}
+        commit = {"table": str(ident), "operation": "create", **created_counts(metadata)}
+        txn = {"id": str(uuid.uuid4()), "commits": [commit]}
         attempts = Attempts(self.io, listener)
         try:
             location = attempts.stage(self.metadata_path(metadata))
@@ -236,11 +238,10 @@ class TableCatalog:
                 raise_on_conflict(delta, base_files, cur_files, cur)
             return apply(delta, cur.metadata, cur_files, self.io, snapshot_id, cur.metadata_location)
 
-        extra = delta.extra_summary
         info: dict[str, object] = {
-            "operation": extra.get("rowops.operation", delta.operation.value),
+            "operation": delta.extra_summary.get("rowops.operation", delta.operation.value),
             "snapshot-id": snapshot_id,
-            **{k.removeprefix("rowops."): int(v) for k, v in extra.items() if k.startswith("rowops.rows-")},
+            **commit_counts(snapshot_summary(delta, base_files)),  # a rebase changes totals only
         }
         return self._swap(base, produce, info, listener)
 

@@ -28,6 +28,7 @@ from pyiceberg.table.metadata import TableMetadata
 
 from rowops import faults
 from rowops.catalog.batches import same_batch_between
+from rowops.catalog.history import commit_counts, created_counts
 from rowops.catalog.log import LakeVersion, TableEntry
 from rowops.catalog.steps import (
     DeltaStep,
@@ -52,7 +53,7 @@ from rowops.catalog.tables import (
     remove_quietly,
 )
 from rowops.commit.refs import RefChange
-from rowops.commit.row_delta import RowDelta, apply
+from rowops.commit.row_delta import RowDelta, apply, snapshot_summary
 from rowops.errors import (
     BatchAlreadyCommittedError,
     CommitConflictError,
@@ -92,6 +93,7 @@ class TableWork:
     dropped: bool = False
     prepared_on: str | None = None
     location: str | None = None
+    created_counts: dict[str, int | None] = field(default_factory=dict)  # of the create's first snapshot
 
     @property
     def changed(self) -> bool:
@@ -215,7 +217,10 @@ class LakeTransaction:
             )
         if listener is not None:
             self.listeners.append(listener)
-        self.work[str(ident)] = TableWork(str(ident), None, metadata, files=list(files), created=True)
+        counts = created_counts(metadata)
+        self.work[str(ident)] = TableWork(
+            str(ident), None, metadata, files=list(files), created=True, created_counts=counts
+        )
 
     def drop(self, ident: TableIdentifier) -> None:
         """Drop a table in this transaction (its files stay for lake time travel)."""
@@ -447,7 +452,7 @@ class LakeTransaction:
             operation = "create" if work.created else "drop" if work.dropped else None
             operations = [operation] if operation else []
             operations += [_operation(step) for step in work.steps]
-            commits.append({"table": work.name, "operations": operations, **_rows(work.steps)})
+            commits.append({"table": work.name, "operations": operations, **_counts(work)})
         record: dict[str, Any] = {
             "id": self.id,
             "isolation": self.isolation,
@@ -472,10 +477,18 @@ def _operation(step: Step) -> str:
     return step.operation
 
 
-def _rows(steps: list[Step]) -> dict[str, int]:
-    totals = {"rows-inserted": 0, "rows-updated": 0, "rows-deleted": 0}
-    for step in steps:
-        if isinstance(step, DeltaStep):
-            for key in totals:
-                totals[key] += int(step.delta.extra_summary.get(f"rowops.{key}", 0))
+def _counts(work: TableWork) -> dict[str, int | None]:
+    """The lake history's counts of one table's steps (``commit_counts`` of each step's snapshot
+    summary, summed; None stays unknown), its creation's included."""
+    parts = [work.created_counts] if work.created_counts else []
+    parts += [
+        commit_counts(snapshot_summary(step.delta, step.base_files))
+        for step in work.steps
+        if isinstance(step, DeltaStep)
+    ]
+    totals: dict[str, int | None] = {}
+    for part in parts:
+        for key, n in part.items():
+            total = totals.get(key, 0)
+            totals[key] = None if n is None or total is None else total + n
     return totals

@@ -43,7 +43,7 @@ from rowops.meta.manifests import read_all, read_entries
 from rowops.meta.v3 import V3, entry_id, is_deletion_vector, next_row_id
 from rowops.spec.properties import row_level_conflicts
 
-__all__ = ["Conflict", "RowDelta", "apply", "find_conflict", "main_branch_update"]
+__all__ = ["Conflict", "RowDelta", "apply", "find_conflict", "main_branch_update", "snapshot_summary"]
 
 
 @dataclass(frozen=True)
@@ -98,11 +98,24 @@ def _stored_size(f: DataFile) -> int:
     return int(blob if blob is not None else f.file_size_in_bytes)
 
 
-def _summary(delta: RowDelta, base: TableFiles) -> Summary:
+def _records(files: list[DataFile], content: DataFileContent) -> int:
+    return sum(f.record_count for f in files if f.content == content)
+
+
+def snapshot_summary(delta: RowDelta, base: TableFiles) -> Summary:
+    """The snapshot summary of ``delta`` applied on ``base``: Iceberg's metrics (the spec's optional
+    summary fields, counted as Iceberg's ``SnapshotSummary`` does) and the delta's own properties.
+
+    The lake history records its counts from this same summary (``catalog/history.py``).
+    """
     removed_data = [f for f in base.data if f.path in delta.removed_data]
     removed_deletes = [f for f in base.deletes if f.path in delta.removed_deletes]
     pos = [f for f in delta.added_deletes if f.content == DataFileContent.POSITION_DELETES]
     eq = [f for f in delta.added_deletes if f.content == DataFileContent.EQUALITY_DELETES]
+    gone = [f.data_file for f in removed_deletes]
+    live = [f.data_file for f in base.deletes if f.path not in delta.removed_deletes] + list(
+        delta.added_deletes
+    )
     total_records = sum(f.record_count for f in base.data) - sum(f.record_count for f in removed_data)
     total_records += sum(f.record_count for f in delta.added_data)
     added_size = sum(_stored_size(f) for f in (*delta.added_data, *delta.added_deletes))
@@ -118,8 +131,16 @@ def _summary(delta: RowDelta, base: TableFiles) -> Summary:
         "removed-delete-files": len(removed_deletes),
         "added-records": sum(f.record_count for f in delta.added_data),
         "deleted-records": sum(f.record_count for f in removed_data),
+        "added-position-delete-files": len(pos),
+        "added-equality-delete-files": len(eq),
+        "removed-position-delete-files": sum(f.content == DataFileContent.POSITION_DELETES for f in gone),
+        "removed-equality-delete-files": sum(f.content == DataFileContent.EQUALITY_DELETES for f in gone),
         "added-position-deletes": sum(f.record_count for f in pos),
         "added-equality-deletes": sum(f.record_count for f in eq),
+        "removed-position-deletes": _records(gone, DataFileContent.POSITION_DELETES),
+        "removed-equality-deletes": _records(gone, DataFileContent.EQUALITY_DELETES),
+        "total-position-deletes": _records(live, DataFileContent.POSITION_DELETES),
+        "total-equality-deletes": _records(live, DataFileContent.EQUALITY_DELETES),
         "total-records": total_records,
         "total-data-files": len(base.data) - len(removed_data) + len(delta.added_data),
         "total-delete-files": len(base.deletes) - len(removed_deletes) + len(delta.added_deletes),
@@ -165,7 +186,7 @@ def apply(
         sequence_number=seq,
         timestamp_ms=int(time.time() * 1000),
         manifest_list=list_path,
-        summary=_summary(delta, base_files),
+        summary=snapshot_summary(delta, base_files),
         schema_id=base.current_schema_id,
         first_row_id=first_row_id,
         added_rows=added_rows if first_row_id is not None else None,

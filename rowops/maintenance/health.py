@@ -3,7 +3,10 @@
 The read overhead is the planner's own model (``plan/cost.py``, as ``plan/debt.py`` uses it): per
 data file the anti-joins with its live deletes and the opens of its delete files, plus the open of
 every file small enough that merging it pays (when its partition has another file to merge it
-with); computed through ``DeleteIndex`` (linear).
+with); computed through ``DeleteIndex`` (linear). File opens are a fixed cost each: the report counts
+them, and states the overhead as a share of a read no cheaper than a read's fixed cost
+(``cost.overhead_ratio``), so a tiny table is advised a compaction only when its files' opens weigh on
+that read.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from pyiceberg.table.metadata import TableMetadata
 from rowops.maintenance.compaction import is_small, target_file_size
 from rowops.meta.delete_index import DeleteIndex, partition_key
 from rowops.meta.files import TableFiles
-from rowops.plan.cost import FILE_OPEN_BYTES, read_overhead, worth_merging
+from rowops.plan.cost import FILE_OPEN_BYTES, FILE_OPEN_MS, overhead_ratio, read_overhead, worth_merging
 from rowops.spec.results import HealthReport
 
 # advice thresholds
@@ -40,9 +43,9 @@ def health_report(
     )
     per_partition = Counter(partition_key(f) for f in files.data)
     mergeable = [f for f in files.data if per_partition[partition_key(f)] > 1]
-    overhead += FILE_OPEN_BYTES * (
-        len(files.equality_deletes) + sum(worth_merging(f.size, read_weight) for f in mergeable)
-    )
+    merged = sum(worth_merging(f.size, read_weight) for f in mergeable)
+    overhead += FILE_OPEN_BYTES * (len(files.equality_deletes) + merged)
+    pos_deleted = sum(1 for f in files.data if index.position_deletes_of(f))  # one delete-file open each
     small = sum(1 for f in files.data if is_small(f, target) and per_partition[partition_key(f)] > 1)
     report = HealthReport(
         table=name,
@@ -60,7 +63,8 @@ def health_report(
         small_files=small,
         target_file_size=target,
         read_overhead_bytes=overhead,
-        read_overhead_ratio=overhead / data_bytes if data_bytes else 0.0,
+        read_overhead_ratio=overhead_ratio(overhead, data_bytes),
+        extra_file_opens=pos_deleted + len(files.equality_deletes) + merged,
     )
     return HealthReport(**{**report.__dict__, "advice": advice(report, index, files)})
 
@@ -74,14 +78,16 @@ def advice(report: HealthReport, index: DeleteIndex, files: TableFiles) -> list[
     []
     """
     out = []
+    small_files_weigh = overhead_ratio(FILE_OPEN_BYTES * report.small_files, report.data_bytes)
     if (
         report.deleted_rows_share >= DELETED_SHARE_TO_COMPACT
-        or report.small_files >= 2
+        or (report.small_files >= 2 and small_files_weigh >= OVERHEAD_RATIO_TO_COMPACT)
         or (report.read_overhead_ratio >= OVERHEAD_RATIO_TO_COMPACT and report.data_files)
     ):
         out.append(
             f"compact(): {report.deleted_rows_share:.0%} of the rows are deleted, {report.small_files} small "
-            f"files, reads pay {report.read_overhead_ratio:.0%} extra"
+            f"files; each read pays {report.extra_file_opens} extra file opens (a fixed ~{FILE_OPEN_MS} ms "
+            f"each), in all about {report.read_overhead_ratio:.0%} of a full read"
         )
     if report.equality_delete_files:
         out.append(

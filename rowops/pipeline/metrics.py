@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rowops.meta.files import TableFiles
-from rowops.plan.cost import worth_merging
+from rowops.plan.cost import overhead_ratio, worth_merging
 from rowops.plan.debt import read_debt
 from rowops.spec.results import OperationResult
 
@@ -37,6 +37,7 @@ DEBT_FIELDS = (
     "delete_generations",
     "read_overhead_bytes",
     "read_overhead_ratio",
+    "extra_file_opens",
 )
 _STRATEGY_LINE = re.compile(r"^strategy: (\S+) \(requested (\S+): (.*)\)$", re.MULTILINE)
 
@@ -178,7 +179,8 @@ def debt_summary(files: TableFiles, read_weight: float = 1.0) -> dict[str, float
         "small_files": sum(1 for f in files.data if worth_merging(f.size, read_weight)),
         "delete_generations": debt.generations,
         "read_overhead_bytes": round(debt.bytes),
-        "read_overhead_ratio": round(debt.bytes / data_bytes, 4) if data_bytes else 0.0,
+        "read_overhead_ratio": round(overhead_ratio(debt.bytes, data_bytes), 4),  # as health() states it
+        "extra_file_opens": debt.file_opens,
     }
 
 

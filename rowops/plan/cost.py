@@ -57,6 +57,11 @@ from dataclasses import dataclass
 MIB = 1024 * 1024
 DELETE_ROW_BYTES = 16  # one (file_path, pos) row in a compressed position-delete file
 FILE_OPEN_BYTES = 2 * MIB  # one more file in a read (open, footer, task): ~11 ms, measured at SF 1
+FILE_OPEN_MS = 11  # the same in time, as reports state it (a fixed cost per file, whatever its size)
+# The least a full read of any table costs (its Spark job, planning, a task's start), ~0.35 s at the
+# rate of FILE_OPEN_BYTES (an estimate; warm reads of tiny tables take about that): overheads are
+# stated as a share of a read no cheaper than this, not of a table's few kilobytes (``overhead_ratio``)
+READ_FLOOR_BYTES = 64 * MIB
 SCAN_JOIN_FIXED_BYTES = 448 * MIB  # the scanning encodings' extra jobs (join, summary, deletes): ~2.5 s
 REWRITE_FACTOR = 8.0  # rewriting a file in Arrow (read all columns, encode, compress, write) vs scanning it
 SPARK_REWRITE_FACTOR = 20.0  # the same through Spark's rewrite (scan, anti-join, parquet-mr): 15-28 s at SF 1
@@ -259,6 +264,19 @@ def small_files_to_merge(sizes: Sequence[int], read_weight: float) -> int:
             break
         count += 1
     return count
+
+
+def overhead_ratio(overhead: float, data_bytes: int) -> float:
+    """A read overhead as a share of a full read: of the data's bytes, never less than
+    ``READ_FLOOR_BYTES`` (a read's fixed cost), so that fixed per-file costs on a tiny table are not
+    expressed as a multiple of its size.
+
+    >>> round(overhead_ratio(12 * FILE_OPEN_BYTES, 30_000), 3)  # twelve files' opens, a 30 KB table
+    0.375
+    >>> overhead_ratio(256 * MIB, 1024 * MIB)
+    0.25
+    """
+    return overhead / max(data_bytes, READ_FLOOR_BYTES)
 
 
 def worth_merging(size: int, read_weight: float) -> bool:

@@ -37,6 +37,8 @@ class Debt:
         deleted_bytes: bytes of the files under any delete (what a rewrite that clears the debt reads).
         generations: distinct commits whose deletes are live on the files.
         newest: the data sequence number of the newest of those deletes (0: none).
+        file_opens: the files each read opens for this debt (delete files, mergeable small files),
+            each a fixed cost (``FILE_OPEN_BYTES`` of ``bytes``) whatever the table's size.
     """
 
     bytes: float = 0.0
@@ -45,6 +47,7 @@ class Debt:
     generations: int = 0
     deleted_bytes: int = 0
     newest: int = 0
+    file_opens: int = 0
 
 
 def read_debt(files: TableFiles, candidates: Sequence[LiveFile], read_weight: float) -> Debt:
@@ -55,7 +58,9 @@ def read_debt(files: TableFiles, candidates: Sequence[LiveFile], read_weight: fl
     live = index.deletes_applying(candidates)
     eq_delete_files = sum(1 for d in live if d.equality_ids)
     total = sum(map(read_overhead, [f.size for f in candidates], pos, eq))
-    total += FILE_OPEN_BYTES * (eq_delete_files + sum(worth_merging(f.size, read_weight) for f in candidates))
+    merged = sum(worth_merging(f.size, read_weight) for f in candidates)
+    total += FILE_OPEN_BYTES * (eq_delete_files + merged)
+    opens = sum(pos) + eq_delete_files + merged  # read_overhead counts a delete file's open per pos
     total += DELETE_ROW_READ_BYTES * sum(d.record_count for d in live)
     return Debt(
         bytes=total,
@@ -64,6 +69,7 @@ def read_debt(files: TableFiles, candidates: Sequence[LiveFile], read_weight: fl
         generations=len({d.seq for d in live}),
         deleted_bytes=sum(f.size for f, p, e in zip(candidates, pos, eq, strict=True) if p or e),
         newest=max((d.seq for d in live), default=0),
+        file_opens=opens,
     )
 
 

@@ -9,9 +9,17 @@ from dataclasses import asdict, dataclass, field
 class OperationResult:
     """What an operation did. A count is None where the encoding cannot know it.
 
-    Equality deletes, for example, never scan the target, so they cannot tell updated rows from
-    inserted ones; nor can ``auto``'s copy-on-write that pays a read debt down for a blind upsert
-    (rewritten by key, without the MERGE join: ``exec/keyed_rewrite.py``).
+    Equality deletes never scan the target: a blind upsert knows it wrote ``rows_written`` rows and
+    deleted ``keys_deleted`` keys (no row is deleted without its new version: ``rows_deleted`` 0) but
+    not which keys existed, so ``rows_inserted`` and ``rows_updated`` are None; a blind delete by key
+    inserts and updates nothing but cannot tell how many of its keys existed (``rows_deleted`` None).
+
+    Attributes:
+        strategy: the encoding that ran (a hybrid that only rewrote files is ``copy-on-write``); the
+            snapshot summary's ``rowops.strategy`` is the same value.
+        rows_written: rows inserted or updated (new row versions; rows a rewrite copies unchanged are
+            not counted).
+        keys_deleted: equality-delete keys written (each deletes the older rows with its key, if any).
     """
 
     strategy: str
@@ -28,6 +36,8 @@ class OperationResult:
     files_pruned: int = 0
     files_rewritten: int = 0
     explain: str = field(default="", repr=False)
+    rows_written: int | None = None
+    keys_deleted: int = 0
 
 
 @dataclass(frozen=True)
@@ -80,9 +90,13 @@ class HealthReport:
         equality_delete_generations: distinct commits whose equality deletes are live.
         small_files: data files below 75% of the target file size in partitions with more than one file.
         read_overhead_bytes: what each full read pays for deletes and small files, in bytes-equivalents
-            of scan work (the planner's debt model, ``plan/cost.py``); ``read_overhead_ratio`` is that
-            over the data bytes.
+            of scan work (the planner's debt model, ``plan/cost.py``), fixed per-file costs included;
+            ``read_overhead_ratio`` is that over a full read's cost: the data bytes, never less than a
+            read's fixed cost (``cost.READ_FLOOR_BYTES``), so that a tiny table's few kilobytes do not
+            turn a few file opens into a huge percentage.
         advice: the maintenance calls that would pay off, each with its reason.
+        extra_file_opens: files each full read opens for this debt (delete files, small files worth
+            merging), each a fixed cost (``cost.FILE_OPEN_MS``) whatever its size.
     """
 
     table: str
@@ -102,6 +116,7 @@ class HealthReport:
     read_overhead_bytes: float
     read_overhead_ratio: float
     advice: list[str] = field(default_factory=list)
+    extra_file_opens: int = 0
 
     def to_dict(self) -> dict[str, object]:
         """The report as JSON-ready values."""

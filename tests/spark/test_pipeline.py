@@ -286,3 +286,25 @@ def test_trailing_words_in_pipeline_expressions_are_refused(lake: rowops.Lakehou
             runner.run(lake, parse_config(config, "p.toml"), "b1")
         assert text.replace("{batch_id}", "b1") in str(caught.value) and "\nHelp: " in str(caught.value)
     assert fingerprint(lake) == before
+
+
+def test_a_batch_undone_by_a_lake_rollback_runs_again(lake: rowops.Lakehouse, tmp_path: Path) -> None:
+    """The batch record is part of the lake state (as Delta's transaction identifiers are part of
+    the table state): after ``lake.rollback_to`` a version before the batch, the batch runs again."""
+    table = _table(lake)
+    _write(lake.spark, tmp_path / "src", "b1", [("U", 1, "a", 1), ("I", 50, "n", 1)])
+    config = _config(tmp_path / "src")
+    before, rows_before = lake.version, _rows(table)
+    assert runner.run(lake, config, "b1").status == "committed"
+    rows_after = _rows(table)
+    lake.rollback_to(before)
+    assert _rows(table) == rows_before
+    assert runner.validate(lake, config, "b1").message == ""  # a run would apply it
+    again = runner.run(lake, config, "b1")
+    assert again.status == "committed" and again.committed_version == lake.version
+    cold = rowops.Lakehouse(lake.root, spark=lake.spark)
+    assert _rows(cold.table("db.t")) == rows_after
+    third = runner.run(lake, config, "b1")  # committed again: skipped from now on
+    assert third.status == "skipped" and third.committed_version == again.committed_version
+    lake.rollback_to(again.committed_version)  # a rollback to a version holding the batch keeps it
+    assert runner.run(lake, config, "b1").status == "skipped"

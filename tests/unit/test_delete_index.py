@@ -137,9 +137,11 @@ def brute_force_debt(files: TableFiles, candidates: list[LiveFile], read_weight:
     live_ = [d for d in files.deletes if any(d.may_apply_to(f) for f in candidates)]
     total = sum(map(read_overhead, [f.size for f in candidates], pos, eq))
     eq_files = sum(1 for d in live_ if d.equality_ids)
-    total += FILE_OPEN_BYTES * (eq_files + sum(worth_merging(f.size, read_weight) for f in candidates))
+    merged = sum(worth_merging(f.size, read_weight) for f in candidates)
+    total += FILE_OPEN_BYTES * (eq_files + merged)
     total += DELETE_ROW_READ_BYTES * sum(d.record_count for d in live_)
     return Debt(
+        file_opens=sum(pos) + eq_files + merged,
         bytes=total,
         pos_deleted_bytes=sum(f.size for f, d in zip(candidates, pos, strict=True) if d),
         eq_deleted_bytes=sum(f.size for f, d in zip(candidates, eq, strict=True) if d),
