@@ -23,7 +23,7 @@ from rowops.catalog.cleanup import (
 )
 from rowops.catalog.history import LakeCommit, changes_back_to, describe
 from rowops.catalog.log import LakeVersion, VersionTaken
-from rowops.catalog.object_store import S3Storage
+from rowops.catalog.object_store import S3Storage, check_put_if_absent
 from rowops.catalog.register import register_table
 from rowops.catalog.retention import check_not_expired
 from rowops.catalog.storage import Storage, sync_files
@@ -125,6 +125,7 @@ class Lakehouse:
         if is_remote(self.location):
             remote = S3Storage(self.location, io, self.storage_options)
             remote.check_access()
+            check_put_if_absent(remote, self.location)
             storage: Storage | None = remote
         else:
             Path(self.location).mkdir(parents=True, exist_ok=True)

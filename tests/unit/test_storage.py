@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from rowops.catalog import storage as storage_module
+from rowops.catalog.object_store import PROBE_PREFIX, check_put_if_absent
 from rowops.catalog.storage import AlreadyExists, LocalStorage, Storage
+from rowops.errors import PutIfAbsentUnsupportedError
 
 
 @pytest.mark.parametrize("durable", [True, False])
@@ -69,3 +71,23 @@ def test_new_directories_are_synced_into_their_parents(
     synced.clear()
     LocalStorage(tmp_path).put_if_absent("_rowops/nodes/ab/abd.json", b"{}")
     assert synced == ["_rowops/nodes/ab"]
+
+
+class _IgnoresIfNoneMatch(LocalStorage):
+    """A real storage whose put-if-absent overwrites, like an S3 store that ignores If-None-Match."""
+
+    def put_if_absent(self, key: str, data: bytes) -> None:
+        self.put(key, data)
+
+
+def test_a_store_that_overwrites_on_put_if_absent_is_refused(tmp_path: Path) -> None:
+    broken = _IgnoresIfNoneMatch(tmp_path / "broken")
+    with pytest.raises(PutIfAbsentUnsupportedError, match="If-None-Match") as err:
+        check_put_if_absent(broken, str(tmp_path / "broken"))
+    assert "Help:" in str(err.value)
+    assert broken.list(PROBE_PREFIX) == []  # the probe key is removed
+    with pytest.raises(PutIfAbsentUnsupportedError):  # refused again: a bad store is never remembered
+        check_put_if_absent(broken, str(tmp_path / "broken"))
+    good = LocalStorage(tmp_path / "good")
+    check_put_if_absent(good, str(tmp_path / "good"))
+    assert good.list(PROBE_PREFIX) == []
