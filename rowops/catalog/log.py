@@ -266,6 +266,7 @@ class LakeLog:
         try:
             self._put_version(new)
         except AlreadyExists:
+            self._make_durable(version_key(new.version))  # its writer may have died before syncing
             mine = transaction.get("id")
             existing = self._read_after_conflict(new.version)
             if mine is None or existing.transaction.get("id") != mine:
@@ -297,10 +298,16 @@ class LakeLog:
         node_id, data = item
         try:
             self.storage.put_if_absent(trie.node_key(node_id), data)
-        except AlreadyExists:
-            pass  # the identical node (same content, same name) is there already
+        except AlreadyExists:  # the identical node (same content, same name) is there already, linked
+            self._make_durable(trie.node_key(node_id))  # by a writer that may have died before its sync
         except OutcomeUnknown as exc:
             raise OSError(f"Writing lake node {node_id} failed; nothing was committed: {exc}") from exc
+
+    def _make_durable(self, key: str) -> None:
+        try:
+            self.storage.make_durable(key)
+        except OSError as exc:
+            raise OSError(f"Syncing existing lake file {key} failed; nothing was committed: {exc}") from exc
 
     def _put_version(self, new: LakeVersion) -> None:
         self.storage.put_if_absent(version_key(new.version), new.to_bytes())

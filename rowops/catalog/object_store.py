@@ -144,6 +144,9 @@ class S3Storage:
         with contextlib.suppress(FileNotFoundError):
             fs.delete_file(path)
 
+    def make_durable(self, key: str) -> None:
+        """Nothing to do: an object is durable once its PUT succeeded."""
+
     def put(self, key: str, data: bytes) -> None:
         fs, path = filesystem(self.io, join(self.root, key))
         with fs.open_output_stream(path) as out:
