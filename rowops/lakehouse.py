@@ -17,8 +17,7 @@ from rowops.catalog.background import BackgroundRun
 from rowops.catalog.cleanup import (
     DEFAULT_AGE,
     CleanupResult,
-    owned_locations,
-    referenced_files,
+    lake_references,
     remove_orphans,
 )
 from rowops.catalog.history import LakeCommit, changes_back_to, describe
@@ -230,10 +229,9 @@ class Lakehouse:
                 3 days), so that transactions still running keep their files.
             dry_run: delete nothing; ``result.removed`` lists what would go.
         """
-        log, io = self.catalog.log, self.catalog.io
-        referenced = referenced_files(io, log.referenced_entries())
+        io = self.catalog.io
+        referenced, owned = lake_references(io, self.catalog.log)
         age = self.cleanup_age if older_than is None else older_than
-        owned = owned_locations(io, log)
         return remove_orphans(io, self.location, owned, referenced, age, dry_run)
 
     def committed(self, version: int) -> None:

@@ -14,8 +14,8 @@ Timed, for each size (the cleanup's dry run: nothing is deleted):
 
 * **cold**: a fresh process state (an empty ``ReferenceScanner``): every metadata file, manifest list
   and manifest parsed once;
-* **warm**: after 1% more versions, the same process again: only the new files are parsed (the state
-  kept between runs), plus the walk of the lake log.
+* **warm**: after 1% more versions, the same process again: only the new versions and their files are
+  read (the state kept between runs), plus the listing of the tables' folders.
 
 Writes ``<out>/cleanup-scale.json`` and ``<out>/cleanup-scale.md``.
 """
@@ -113,8 +113,7 @@ def scan(builder: LakeBuilder) -> tuple[float, dict[str, int], int]:
     """Seconds of one cleanup dry run on the built lake, the files it parsed, the files it saw referenced."""
     before = dict(cleanup.SCANNER.reads)
     started = time.perf_counter()
-    referenced = cleanup.referenced_files(builder.io, builder.log.referenced_entries())
-    owned = cleanup.owned_locations(builder.io, builder.log)
+    referenced, owned = cleanup.lake_references(builder.io, builder.log)
     result = cleanup.remove_orphans(
         builder.io, str(builder.root), owned, referenced, cleanup.DEFAULT_AGE, True
     )

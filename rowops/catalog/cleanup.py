@@ -33,13 +33,13 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import ManifestFile, read_manifest_list
 
-from rowops.catalog.log import LakeLog, TableEntry
+from rowops.catalog.log import LakeLog, LakeVersion, TableEntry
 from rowops.meta.fileio import StoredFile, list_files, remove_empty_dir
 from rowops.meta.paths import join, normalize_path, parent, relative, to_uri
 
@@ -58,6 +58,17 @@ class CleanupResult:
     orphans_kept_young: int
     removed: tuple[str, ...] = ()
     dry_run: bool = False
+
+
+@dataclass
+class _LogWalk:
+    """What the versions of one lake log up to ``version`` held (versions are immutable)."""
+
+    first_id: object = None  # version 1's transaction id: a lake recreated at the same path restarts
+    version: int = 0
+    nodes: set[str] = field(default_factory=set)
+    entries: set[TableEntry] = field(default_factory=set)
+    created: set[TableEntry] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -81,7 +92,29 @@ class ReferenceScanner:
         self._lists: dict[str, tuple[ManifestFile, ...]] = {}
         self._manifests: dict[str, tuple[str, ...]] = {}
         self._lock = threading.Lock()
+        self._walks: dict[str, _LogWalk] = {}
+        self._walk_lock = threading.Lock()
         self.reads: Counter[str] = Counter()
+
+    def lake_entries(self, log: LakeLog) -> tuple[set[TableEntry], set[TableEntry]]:
+        """Every table entry any version of ``log`` held, and those its versions created (see
+        ``_created``); versions already walked in this process are not read again."""
+        with self._walk_lock:
+            key = str(log.dir)
+            walk = self._walks.get(key)
+            latest = log.latest().version
+            if walk is not None and walk.version and walk.first_id != log.read(1).transaction.get("id"):
+                walk = None
+            if walk is None:
+                walk = self._walks[key] = _LogWalk()
+            for version in log.history(walk.version + 1, latest + 1):
+                walk.entries.update(log.new_entries(version, walk.nodes))
+                walk.created.update(_created(version))
+                if version.version == 1:
+                    walk.first_id = version.transaction.get("id")
+                walk.version = version.version
+                self.reads["version"] += 1
+            return set(walk.entries), set(walk.created)
 
     def metadata(self, io: FileIO, location: str) -> _Metadata:
         key = normalize_path(location)
@@ -166,22 +199,27 @@ def referenced_files(io: FileIO, entries: Iterable[TableEntry]) -> set[str]:
     return SCANNER.referenced(io, (e.metadata_location for e in entries))
 
 
-def created_entries(log: LakeLog) -> Iterator[TableEntry]:
-    """The entry of each table as a version's transaction record says that version created it."""
-    for version in log.history():
-        for commit in version.transaction.get("commits", []):
-            operations = commit.get("operations") or [commit.get("operation")]
-            entry = version.get(str(commit.get("table"))) if "create" in operations else None
-            if entry is not None:
-                yield entry
+def _created(version: LakeVersion) -> Iterator[TableEntry]:
+    """The entries of the tables ``version``'s transaction record says it created."""
+    for commit in version.transaction.get("commits", []):
+        operations = commit.get("operations") or [commit.get("operation")]
+        entry = version.get(str(commit.get("table"))) if "create" in operations else None
+        if entry is not None:
+            yield entry
+
+
+def lake_references(io: FileIO, log: LakeLog) -> tuple[set[str], set[str]]:
+    """Keys of every file any version of ``log`` references, and the locations of the tables the lake
+    created (what cleanup may look into; see the module docstring)."""
+    entries, created = SCANNER.lake_entries(log)
+    referenced = SCANNER.referenced(io, (e.metadata_location for e in entries))
+    owned = {normalize_path(SCANNER.metadata(io, e.metadata_location).location).rstrip("/") for e in created}
+    return referenced, owned
 
 
 def owned_locations(io: FileIO, log: LakeLog) -> set[str]:
     """Key-form locations of every table the lake created (see the module docstring)."""
-    return {
-        normalize_path(SCANNER.metadata(io, entry.metadata_location).location).rstrip("/")
-        for entry in created_entries(log)
-    }
+    return lake_references(io, log)[1]
 
 
 def table_files(io: FileIO, location: str) -> Iterator[StoredFile]:

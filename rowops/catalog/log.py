@@ -232,6 +232,11 @@ class LakeLog:
                     seen.add(entry)
                     yield entry
 
+    def new_entries(self, version: LakeVersion, seen_nodes: set[str]) -> Iterator[TableEntry]:
+        """The entries of ``version``'s trie below nodes not in ``seen_nodes`` (which this updates): a
+        caller that keeps ``seen_nodes`` between calls reads each immutable node once."""
+        return self._entries_below(version.root, seen_nodes)
+
     def _entries_below(self, node: Node, seen_nodes: set[str]) -> Iterator[TableEntry]:
         if isinstance(node, trie.Leaf):
             yield from node.entries.values()

@@ -25,7 +25,7 @@ from pyiceberg.io import FileIO
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 
-from rowops.catalog.cleanup import CleanupResult, owned_locations, referenced_files, remove_orphans
+from rowops.catalog.cleanup import CleanupResult, lake_references, remove_orphans
 from rowops.catalog.log import TableEntry
 from rowops.catalog.tables import LoadedTable, TableCatalog
 from rowops.errors import ForeignFilesError, SnapshotExpiredError
@@ -135,10 +135,10 @@ def remove_table_orphans(
         location: the table's location in key form.
     """
     location = location.rstrip("/")
-    if location not in owned_locations(catalog.io, catalog.log):
+    referenced, owned = lake_references(catalog.io, catalog.log)
+    if location not in owned:
         raise ForeignFilesError(
             f"Table {name} was registered from another catalog's location {location}; files there that "
             "no lake version references may still be that catalog's, so rowops removes none of them."
         )
-    referenced = referenced_files(catalog.io, catalog.log.referenced_entries())
     return remove_orphans(catalog.io, location, [location], referenced, older_than, dry_run)

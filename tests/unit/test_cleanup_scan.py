@@ -15,13 +15,13 @@ def test_each_file_is_parsed_once_and_later_scans_read_only_new_versions(tmp_pat
     builder.add_versions(30)
     cleanup.SCANNER = cleanup.ReferenceScanner()
     _, first, referenced = cleanup_scale.scan(builder)
-    assert first == {"metadata": 30, "manifest-list": 30, "manifest": 30}  # one per version, each kind
+    assert first == {"version": 30, "metadata": 30, "manifest-list": 30, "manifest": 30}  # one per version
     assert referenced == 4 * 30  # metadata, manifest list, manifest, data file of every version
     _, again, _ = cleanup_scale.scan(builder)
-    assert again == {"metadata": 0, "manifest-list": 0, "manifest": 0}
+    assert again == {"version": 0, "metadata": 0, "manifest-list": 0, "manifest": 0}
     builder.add_versions(5)
     _, later, _ = cleanup_scale.scan(builder)
-    assert later == {"metadata": 5, "manifest-list": 5, "manifest": 5}
+    assert later == {"version": 5, "metadata": 5, "manifest-list": 5, "manifest": 5}
 
 
 def test_cleanup_scale_smoke(tmp_path: Path) -> None:
