@@ -14,6 +14,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any, TypeVar
 
@@ -367,7 +368,9 @@ def _maintain(ctx: typer.Context, table: str, call: Callable[[Any], Any]) -> Non
             progress(f"maintaining {table}")
             result = call(handle)
         doc = {"table": table, **result.to_dict()}
-        state.emit(doc, lambda: [f"{table}: " + ", ".join(f"{k}={v}" for k, v in result.to_dict().items())])
+        counts = {k: v for k, v in result.to_dict().items() if k != "paths"}
+        paths = list(getattr(result, "paths", ()))
+        state.emit(doc, lambda: [f"{table}: " + ", ".join(f"{k}={v}" for k, v in counts.items()), *paths])
 
     _guarded(ctx, action)
 
@@ -409,10 +412,34 @@ def remove_orphans(
     ctx: typer.Context,
     table: Annotated[str, typer.Argument(help="namespace.table")],
     older_than: Annotated[str, typer.Option(help="Safety age of removed files.")] = "3d",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List the files; delete nothing.")] = False,
 ) -> None:
     """Remove files of the table that no snapshot references (older than the safety age)."""
     age = parse_duration(older_than)
-    _maintain(ctx, table, lambda t: t.remove_orphans(older_than=age))
+    _maintain(ctx, table, lambda t: t.remove_orphans(older_than=age, dry_run=dry_run))
+
+
+@app.command("cleanup")
+def cleanup(
+    ctx: typer.Context,
+    older_than: Annotated[str, typer.Option(help="Safety age of removed files.")] = "3d",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List the files; delete nothing.")] = False,
+) -> None:
+    """Remove files no lake version references from the lake's own tables (older than the safety age)."""
+    age = parse_duration(older_than)
+
+    def action(state: Context) -> None:
+        result = state.lake().cleanup(older_than=age, dry_run=dry_run)
+        verb = "would remove" if dry_run else "removed"
+        state.emit(
+            asdict(result),
+            lambda: [
+                f"{verb} {result.orphans_removed} files ({result.bytes_removed} bytes)",
+                *result.removed,
+            ],
+        )
+
+    _guarded(ctx, action)
 
 
 @app.command("rewrite-manifests")

@@ -454,3 +454,26 @@ class GcDisabledError(RowOpsError):
         "Nothing was changed. If no other table uses this table's files, enable garbage collection with "
         "table.set_properties(**{'gc.enabled': 'true'}) and run it again."
     )
+
+
+class ForeignFilesError(RowOpsError):
+    """Orphan removal asked for files the lake cannot prove are its own (a table registered from
+    another catalog: that catalog may still reference or be writing files in the location)."""
+
+    help = (
+        "Remove orphans of this location with the catalog that owns it (e.g. Iceberg's DeleteOrphanFiles "
+        "action); lake.cleanup(dry_run=True) lists what rowops may remove in the tables it created. "
+        "Nothing was deleted."
+    )
+
+
+class PutIfAbsentUnsupportedError(StorageAccessError):
+    """An S3-compatible store that accepted a second conditional put (``If-None-Match: *``) of an
+    existing key: two writers could both commit the same lake version, the later silently replacing
+    the earlier."""
+
+    help = (
+        "Use a store that honours conditional writes (If-None-Match: *), such as AWS S3 or a current "
+        "MinIO release, or keep the lake on a local or shared POSIX file system: "
+        "rowops.Lakehouse('/path/to/lake'). Nothing was written but a probe key below _rowops/probe/."
+    )

@@ -13,10 +13,16 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from rowops import statements
-from rowops.catalog.cleanup import DEFAULT_AGE, CleanupResult, referenced_files, remove_orphans
+from rowops.catalog.background import BackgroundRun
+from rowops.catalog.cleanup import (
+    DEFAULT_AGE,
+    CleanupResult,
+    lake_references,
+    remove_orphans,
+)
 from rowops.catalog.history import LakeCommit, changes_back_to, describe
 from rowops.catalog.log import LakeVersion, VersionTaken
-from rowops.catalog.object_store import S3Storage
+from rowops.catalog.object_store import S3Storage, check_put_if_absent
 from rowops.catalog.register import register_table
 from rowops.catalog.retention import check_not_expired
 from rowops.catalog.storage import Storage, sync_files
@@ -118,6 +124,7 @@ class Lakehouse:
         if is_remote(self.location):
             remote = S3Storage(self.location, io, self.storage_options)
             remote.check_access()
+            check_put_if_absent(remote, self.location)
             storage: Storage | None = remote
         else:
             Path(self.location).mkdir(parents=True, exist_ok=True)
@@ -126,6 +133,7 @@ class Lakehouse:
         self.catalog.on_commit = self.committed
         self.cleanup_age = cleanup_age
         self.cleanup_every = cleanup_every
+        self.background_cleanup: BackgroundRun[CleanupResult] = BackgroundRun(self.cleanup)
         self._spark = configure(spark) if spark is not None else None
 
     def __repr__(self) -> str:
@@ -211,23 +219,27 @@ class Lakehouse:
             self.committed(new.version)
             return new.version
 
-    def cleanup(self, older_than: timedelta | None = None) -> CleanupResult:
-        """Remove files no lake version references (left by aborted or crashed transactions).
+    def cleanup(self, older_than: timedelta | None = None, dry_run: bool = False) -> CleanupResult:
+        """Remove files no lake version references (left by aborted or crashed transactions), in the
+        ``data/`` and ``metadata/`` folders of tables this lake created; never another catalog's
+        files (``version-hint.text``, registered tables' locations, folders the lake never owned).
 
         Args:
             older_than: only files older than this are removed (default: the lake's ``cleanup_age``,
                 3 days), so that transactions still running keep their files.
+            dry_run: delete nothing; ``result.removed`` lists what would go.
         """
-        log = self.catalog.log
-        referenced = referenced_files(self.catalog.io, log.referenced_entries())
+        io = self.catalog.io
+        referenced, owned = lake_references(io, self.catalog.log)
         age = self.cleanup_age if older_than is None else older_than
-        return remove_orphans(self.catalog.io, self.location, referenced, age)
+        return remove_orphans(io, self.location, owned, referenced, age, dry_run)
 
     def committed(self, version: int) -> None:
-        """Called after each commit of this lakehouse: runs the automatic cleanup every ``cleanup_every``."""
+        """Called after each commit of this lakehouse: every ``cleanup_every`` versions, starts
+        ``cleanup()`` in the background (``background_cleanup.wait()`` waits for it); the write returns
+        at once and never fails because of it."""
         if self.cleanup_every > 0 and version % self.cleanup_every == 0:
-            with contextlib.suppress(Exception):  # the commit has landed; cleanup is best effort
-                self.cleanup()
+            self.background_cleanup.start()
 
     # -- tables -----------------------------------------------------------------------------------
     def table(self, name: str) -> Table:

@@ -362,7 +362,7 @@ def expire_snapshots(
     )
 
 
-def remove_orphans(table: Table, older_than: timedelta) -> MaintenanceResult:
+def remove_orphans(table: Table, older_than: timedelta, dry_run: bool = False) -> MaintenanceResult:
     """Delete unreferenced files of the table older than ``older_than`` (see ``Table.remove_orphans``)."""
     started = time.perf_counter()
     if not isinstance(older_than, timedelta) or older_than < timedelta(0):
@@ -375,13 +375,15 @@ def remove_orphans(table: Table, older_than: timedelta) -> MaintenanceResult:
     metadata = table.load().metadata
     check_gc_enabled(metadata, "remove_orphans", table.name)
     location = normalize_path(metadata.location)
-    found = remove_table_orphans(catalog, location, older_than)
+    found = remove_table_orphans(catalog, table.name, location, older_than, dry_run)
     return MaintenanceResult(
         "remove_orphans",
         None,
         files_removed=found.orphans_removed,
         bytes_removed=found.bytes_removed,
         duration_s=time.perf_counter() - started,
+        dry_run=dry_run,
+        paths=tuple(f"{location}/{p}" for p in found.removed),
     )
 
 

@@ -314,11 +314,18 @@ class Table:
         return maintenance_ops.expire_snapshots(self, older_than, retain_last)
 
     @checked_call
-    def remove_orphans(self, older_than: timedelta = timedelta(days=3)) -> MaintenanceResult:
+    def remove_orphans(
+        self, older_than: timedelta = timedelta(days=3), dry_run: bool = False
+    ) -> MaintenanceResult:
         """Delete files under the table's ``data/`` and ``metadata/`` that no lake version references and
         that are older than ``older_than`` (younger ones may belong to a commit in flight). Refused
-        (``GcDisabledError``) when the table's ``gc.enabled`` is false."""
-        return maintenance_ops.remove_orphans(self, older_than)
+        (``GcDisabledError``) when the table's ``gc.enabled`` is false.
+
+        ``dry_run``: delete nothing, list them in ``result.paths``. Another catalog's pointer files
+        (``version-hint.text``) are never removed; a table registered from another catalog raises
+        ``ForeignFilesError`` (its location is that catalog's: rowops cannot prove a file there unused).
+        """
+        return maintenance_ops.remove_orphans(self, older_than, dry_run)
 
     def health(self) -> HealthReport:
         """The table's maintenance debt (delete files, deleted rows, small files, read overhead) and advice."""

@@ -251,6 +251,11 @@ class LakeLog:
                 seen_nodes.add(child.node)
                 yield from self._pairs_below(self._load_node(child.node), seen_nodes)
 
+    def new_entries(self, version: LakeVersion, seen_nodes: set[str]) -> Iterator[TableEntry]:
+        """The entries of ``version``'s trie below nodes not in ``seen_nodes`` (which this updates): a
+        caller that keeps ``seen_nodes`` between calls reads each immutable node once."""
+        return self._entries_below(version.root, seen_nodes)
+
     def _entries_below(self, node: Node, seen_nodes: set[str]) -> Iterator[TableEntry]:
         if isinstance(node, trie.Leaf):
             yield from node.entries.values()
@@ -285,6 +290,7 @@ class LakeLog:
         try:
             self._put_version(new)
         except AlreadyExists:
+            self._make_durable(version_key(new.version))  # its writer may have died before syncing
             mine = transaction.get("id")
             existing = self._read_after_conflict(new.version)
             if mine is None or existing.transaction.get("id") != mine:
@@ -316,10 +322,16 @@ class LakeLog:
         node_id, data = item
         try:
             self.storage.put_if_absent(trie.node_key(node_id), data)
-        except AlreadyExists:
-            pass  # the identical node (same content, same name) is there already
+        except AlreadyExists:  # the identical node (same content, same name) is there already, linked
+            self._make_durable(trie.node_key(node_id))  # by a writer that may have died before its sync
         except OutcomeUnknown as exc:
             raise OSError(f"Writing lake node {node_id} failed; nothing was committed: {exc}") from exc
+
+    def _make_durable(self, key: str) -> None:
+        try:
+            self.storage.make_durable(key)
+        except OSError as exc:
+            raise OSError(f"Syncing existing lake file {key} failed; nothing was committed: {exc}") from exc
 
     def _put_version(self, new: LakeVersion) -> None:
         self.storage.put_if_absent(version_key(new.version), new.to_bytes())

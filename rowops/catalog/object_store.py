@@ -14,13 +14,21 @@ Outcomes of a put, as the log needs them:
 * 409 ``ConditionalRequestConflict`` (a concurrent conditional write on the key): retried here.
 * other 4xx (access denied, no such bucket): certainly not created (``OSError``).
 * 5xx, timeouts, connection errors after the request was sent: :class:`OutcomeUnknown`.
+
+A store that ignores ``If-None-Match: *`` (older MinIO, some Ceph releases) answers 200 to both puts of
+two racing writers, and the later silently replaces the earlier's lake version. Opening a lake on S3
+therefore probes once per process and lake root (:func:`check_put_if_absent`): a put-if-absent of one
+fresh probe key twice; a second put that is not refused makes the open fail with
+``PutIfAbsentUnsupportedError``. The probe key is deleted either way.
 """
 
 from __future__ import annotations
 
 import builtins
 import contextlib
+import threading
 import time
+import uuid
 from collections.abc import Mapping
 
 import boto3
@@ -28,12 +36,15 @@ import botocore.config
 import botocore.exceptions
 from pyiceberg.io import FileIO
 
-from rowops.catalog.storage import AlreadyExists, OutcomeUnknown
-from rowops.errors import StorageAccessError
+from rowops.catalog.storage import AlreadyExists, OutcomeUnknown, Storage
+from rowops.errors import PutIfAbsentUnsupportedError, StorageAccessError
 from rowops.meta.fileio import filesystem, list_files
 from rowops.meta.paths import join
 
 _CONFLICT_RETRIES = 20
+PROBE_PREFIX = "_rowops/probe/"
+_probed: set[str] = set()  # lake roots whose store refused a second put-if-absent, this process
+_probe_lock = threading.Lock()
 
 
 def _client_options(options: Mapping[str, str]) -> dict[str, object]:
@@ -133,7 +144,37 @@ class S3Storage:
         with contextlib.suppress(FileNotFoundError):
             fs.delete_file(path)
 
+    def make_durable(self, key: str) -> None:
+        """Nothing to do: an object is durable once its PUT succeeded."""
+
     def put(self, key: str, data: bytes) -> None:
         fs, path = filesystem(self.io, join(self.root, key))
         with fs.open_output_stream(path) as out:
             out.write(data)
+
+
+def check_put_if_absent(storage: Storage, root: str) -> None:
+    """Refuse a store on which put-if-absent does not refuse an existing key (probed once per process
+    and ``root``): two writers could both commit the same lake version.
+
+    Raises:
+        PutIfAbsentUnsupportedError: the second put of the probe key was accepted.
+    """
+    with _probe_lock:
+        if root in _probed:
+            return
+        key = f"{PROBE_PREFIX}{uuid.uuid4().hex}"
+        try:
+            storage.put_if_absent(key, b"first")
+            try:
+                storage.put_if_absent(key, b"second")
+            except AlreadyExists:
+                _probed.add(root)
+                return
+        finally:
+            with contextlib.suppress(OSError):
+                storage.delete(key)
+    raise PutIfAbsentUnsupportedError(
+        f"The storage of lake {root} accepted a second conditional put of an existing key "
+        "(If-None-Match: * was ignored): concurrent writers could overwrite each other's lake versions"
+    )

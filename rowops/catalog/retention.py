@@ -14,7 +14,8 @@ versions point at old ``metadata.json`` files.
 
 **Orphans.** Files under the table's ``data/`` and ``metadata/`` that no lake version references (the
 lake-wide reference set of ``catalog/cleanup.py``: every version, every table), older than the safety
-age, are removed with ``cleanup.remove_orphans``.
+age, are removed with ``cleanup.remove_orphans``, in tables the lake created only (a registered
+table's location belongs to the catalog it came from: ``ForeignFilesError``).
 """
 
 from __future__ import annotations
@@ -30,11 +31,11 @@ from pyiceberg.manifest import ManifestEntry, ManifestFile
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 
-from rowops.catalog.cleanup import CleanupResult, referenced_files, remove_orphans
+from rowops.catalog.cleanup import CleanupResult, lake_references, remove_orphans
 from rowops.catalog.expired import check_offered, offered_snapshots
 from rowops.catalog.log import TableEntry
 from rowops.catalog.tables import LoadedTable, TableCatalog
-from rowops.errors import SnapshotExpiredError
+from rowops.errors import ForeignFilesError, SnapshotExpiredError
 from rowops.maintenance.expiry import ExpiryPlan, check_gc_enabled, only_expired
 from rowops.meta.paths import normalize_path, to_uri
 
@@ -167,11 +168,20 @@ def check_not_expired(catalog: TableCatalog, entries: Mapping[str, TableEntry | 
             )
 
 
-def remove_table_orphans(catalog: TableCatalog, location: str, older_than: timedelta) -> CleanupResult:
-    """Remove files below the table's ``data/`` and ``metadata/`` that no lake version references.
+def remove_table_orphans(
+    catalog: TableCatalog, name: str, location: str, older_than: timedelta, dry_run: bool = False
+) -> CleanupResult:
+    """Remove (``dry_run``: list) files below the table's ``data/`` and ``metadata/`` that no lake
+    version references; refuse a location the lake did not create (``ForeignFilesError``).
 
     Args:
         location: the table's location in key form.
     """
-    referenced = referenced_files(catalog.io, catalog.log.referenced_entries())
-    return remove_orphans(catalog.io, location, referenced, older_than)
+    location = location.rstrip("/")
+    referenced, owned = lake_references(catalog.io, catalog.log)
+    if location not in owned:
+        raise ForeignFilesError(
+            f"Table {name} was registered from another catalog's location {location}; files there that "
+            "no lake version references may still be that catalog's, so rowops removes none of them."
+        )
+    return remove_orphans(catalog.io, location, [location], referenced, older_than, dry_run)

@@ -16,6 +16,14 @@ Failures are told apart by when they happen, because that decides what a caller 
 * the link reports the name taken: :class:`AlreadyExists` (the caller checks whose version it is:
   a retried link on a network file system can report the caller's own success as ``EEXIST``);
 * anything else from the link on (the link itself, the directory fsync): :class:`OutcomeUnknown`.
+
+Directories: a file is durable only if the name of every directory above it is, so a directory is
+fsync-ed into its parent before any version may reference what is below it — whether this process
+created it or found it existing (a writer that crashed between ``mkdir`` and its parent's fsync leaves
+a directory that looks durable and is not). :func:`sync_into_parents` does this once per directory and
+process. A trie node or version found already existing (another writer's, who may have died before
+its directory sync) is made durable the same way (:meth:`LocalStorage.make_durable`) before a version
+builds on it.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import os
+import threading
 import uuid
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -72,6 +81,10 @@ class Storage(Protocol):
         """Overwrite ``key`` atomically, not durably (hints only)."""
         ...
 
+    def make_durable(self, key: str) -> None:
+        """Make an existing ``key`` written by someone else (who may have crashed before syncing) durable."""
+        ...
+
 
 class LocalStorage:
     """:class:`Storage` on a local (or POSIX network) file system below ``root``.
@@ -88,7 +101,14 @@ class LocalStorage:
         return self.root / key
 
     def put_if_absent(self, key: str, data: bytes) -> None:
-        put_if_absent(self._path(key), data, durable=self.durable)
+        put_if_absent(self._path(key), data, durable=self.durable, root=self.root)
+
+    def make_durable(self, key: str) -> None:
+        if self.durable:
+            path = self._path(key)
+            _fsync(path)
+            fsync_dir(path.parent)
+            sync_into_parents(path.parent, self.root)
 
     def read(self, key: str) -> bytes:
         return self._path(key).read_bytes()
@@ -122,12 +142,15 @@ def _walk(directory: Path, prefix: str, out: list[str]) -> None:
             out.append(prefix + entry.name)
 
 
-def put_if_absent(path: Path, content: bytes, durable: bool = True) -> None:
+def put_if_absent(path: Path, content: bytes, durable: bool = True, root: Path | None = None) -> None:
     """Create ``path`` with ``content`` atomically and durably, or raise :class:`AlreadyExists`.
 
-    ``durable=False`` skips the fsyncs (benchmark builds only, see :class:`LocalStorage`).
+    ``durable=False`` skips the fsyncs (benchmark builds only, see :class:`LocalStorage`). Its
+    directories up to ``root`` (exclusive; None: the file system's root) are synced into their parents.
     """
-    _make_dirs(path.parent, durable)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if durable:
+        sync_into_parents(path.parent, root)
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
     try:
         with open(tmp, "wb") as out:
@@ -151,17 +174,32 @@ def put_if_absent(path: Path, content: bytes, durable: bool = True) -> None:
             tmp.unlink(missing_ok=True)
 
 
-def _make_dirs(directory: Path, durable: bool) -> None:
-    """Create ``directory`` and missing parents; each new name is synced into its parent."""
-    if directory.is_dir():
-        return
-    _make_dirs(directory.parent, durable)
-    try:
-        directory.mkdir()
-    except FileExistsError:
-        return
-    if durable:
-        fsync_dir(directory.parent)
+_synced: set[tuple[str, int, int]] = set()  # (path, device, inode) of directories synced into their parent
+_synced_lock = threading.Lock()
+
+
+def sync_into_parents(directory: Path, root: Path | None = None) -> None:
+    """fsync the parent of ``directory`` and of each ancestor below ``root``, so that their names are
+    durable; each directory once per process (a directory another process created is synced too).
+    Ancestors this process may not open (a parent of the lake without read permission) end the walk."""
+    chain: list[tuple[Path, tuple[str, int, int]]] = []
+    current = directory
+    while current != current.parent and current != root:
+        info = os.stat(current)
+        key = (str(current), info.st_dev, info.st_ino)
+        if key in _synced:
+            break
+        chain.append((current, key))
+        current = current.parent
+    for directory_, key in reversed(chain):  # the top first: each name durable before those below
+        try:
+            fsync_dir(directory_.parent)
+        except PermissionError:
+            if root is not None:  # below the lake root: a real failure
+                raise
+            continue  # possibly above the lake: not ours to sync
+        with _synced_lock:
+            _synced.add(key)
 
 
 def _link(tmp: Path, path: Path) -> None:
@@ -181,18 +219,22 @@ def fsync_dir(directory: Path) -> None:
 
 
 def sync_files(locations: Iterable[str]) -> None:
-    """fsync local files (and their directories) before a commit references them.
+    """fsync local files, their directories, and each new directory into its parent (the staging
+    folder, ``data-N/``, partition folders, a new table's folders) before a commit references them.
 
-    Spark's and pyiceberg's local writers close files without fsync; a version that points at data
-    still in the page cache could reference lost bytes after a power failure. Object stores are
-    durable on PUT, so other schemes are skipped.
+    Spark's and pyiceberg's local writers close files without fsync and create directories without
+    syncing their names; a version that points at data still in the page cache could reference lost
+    bytes after a power failure. Object stores are durable on PUT, so other schemes are skipped.
     """
     paths = [p for p in (local_path(loc) for loc in locations) if p is not None]
     if not paths:
         return
+    directories = sorted({p.parent for p in paths})
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(_fsync, paths))
-        list(pool.map(fsync_dir, sorted({p.parent for p in paths})))
+        list(pool.map(fsync_dir, directories))
+    for directory in directories:
+        sync_into_parents(directory)
 
 
 def _fsync(path: Path) -> None:

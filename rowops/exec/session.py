@@ -8,9 +8,14 @@ session), that they can import it and its runtime dependencies.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
+import hashlib
 import importlib
 import os
+import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -113,12 +118,38 @@ def configure(spark: SparkSession) -> SparkSession:
 
 @functools.lru_cache(maxsize=1)
 def package_zip() -> str:
-    """A zip of this rowops package (its ``.py`` files), built once per process in a temp directory."""
-    target = Path(tempfile.mkdtemp(prefix="rowops-py-")) / "rowops.zip"
-    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for source in sorted(_PACKAGE.rglob("*.py")):
-            archive.write(source, Path("rowops") / source.relative_to(_PACKAGE))
+    """A zip of this rowops package (its ``.py`` files), built once per content of the package.
+
+    It lives in ``<temp dir>/rowops-py-<uid>-<hash of the sources>/rowops.zip``: every process of the
+    same user and rowops code reuses it (no folder per process; a process killed while building
+    leaves at most a temp file there, never a half-written zip). A folder that is not this user's
+    alone (another owner, writable by others) is never used: then a private folder is built and
+    removed at exit.
+    """
+    sources = sorted(_PACKAGE.rglob("*.py"))
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(str(source.relative_to(_PACKAGE)).encode() + b"\0" + source.read_bytes() + b"\0")
+    folder = Path(tempfile.gettempdir()) / f"rowops-py-{os.getuid()}-{digest.hexdigest()[:16]}"
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    if not _private(folder):
+        folder = Path(tempfile.mkdtemp(prefix="rowops-py-"))
+        atexit.register(shutil.rmtree, folder, True)
+    target = folder / "rowops.zip"
+    if not target.exists():
+        partial = folder / f".rowops-{os.getpid()}-{threading.get_ident()}.zip.tmp"
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+            for source in sources:
+                archive.write(source, Path("rowops") / source.relative_to(_PACKAGE))
+        os.replace(partial, target)  # atomic: a concurrent process sees no zip or a whole one
     return str(target)
+
+
+def _private(folder: Path) -> bool:
+    """Whether ``folder`` is a real directory of this user that no one else can write to."""
+    info = folder.lstat()
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o022
 
 
 def prepare_executors(spark: SparkSession) -> None:

@@ -54,6 +54,8 @@ class MaintenanceResult:
         files_removed / bytes_removed: files removed from the table's live state (rewrites) or deleted
             from storage (``expire_snapshots``, ``remove_orphans``).
         data_files_rewritten / delete_files_removed / snapshots_expired: the operation's own counts.
+        dry_run / paths: ``remove_orphans(dry_run=True)`` deleted nothing; ``paths`` lists the files it
+            removed (with ``dry_run``: would remove).
     """
 
     operation: str
@@ -68,6 +70,8 @@ class MaintenanceResult:
     data_files_rewritten: int = 0
     delete_files_removed: int = 0
     snapshots_expired: int = 0
+    dry_run: bool = False
+    paths: tuple[str, ...] = ()
 
     @property
     def committed(self) -> bool:

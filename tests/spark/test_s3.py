@@ -18,10 +18,10 @@ import pytest
 
 import rowops
 from rowops.catalog.log import LakeLog
-from rowops.catalog.object_store import S3Storage
+from rowops.catalog.object_store import PROBE_PREFIX, S3Storage, check_put_if_absent
 from rowops.catalog.storage import AlreadyExists
 from rowops.catalog.trie import TableEntry
-from rowops.errors import CommitStateUnknownError, StorageAccessError
+from rowops.errors import CommitStateUnknownError, PutIfAbsentUnsupportedError, StorageAccessError
 from rowops.meta.fileio import make_io
 from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, LAYOUTS, Oracle, frame, make_row
@@ -39,6 +39,24 @@ def test_put_if_absent_refuses_an_existing_key(s3) -> None:  # type: ignore[no-u
         store.put_if_absent("_rowops/log/1.json", b"second")
     assert store.read("_rowops/log/1.json") == b"first"
     assert store.list("_rowops/log/") == ["_rowops/log/1.json"]
+
+
+class _IgnoresIfNoneMatch(S3Storage):
+    """A real S3 client that sends its conditional puts without the header, as a store that ignores
+    ``If-None-Match: *`` (older MinIO, some Ceph releases) treats them."""
+
+    def put_if_absent(self, key: str, data: bytes) -> None:
+        self._client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
+
+
+def test_a_store_ignoring_if_none_match_is_refused_at_open(s3) -> None:  # type: ignore[no-untyped-def]
+    root = f"s3://{s3.new_bucket()}/lake"
+    broken = _IgnoresIfNoneMatch(root, make_io(s3.options), s3.options)
+    with pytest.raises(PutIfAbsentUnsupportedError, match="If-None-Match"):
+        check_put_if_absent(broken, root)
+    assert broken.list(PROBE_PREFIX) == []  # the probe key is deleted
+    lake = rowops.Lakehouse(root, storage_options=s3.options)  # moto honours the header: it opens
+    assert lake.version == 0 and storage(s3, root).list(PROBE_PREFIX) == []
 
 
 def test_racing_puts_exactly_one_wins(s3) -> None:  # type: ignore[no-untyped-def]

@@ -277,7 +277,8 @@ def test_orphans_are_removed_automatically(spark: SparkSession, tmp_path: Path) 
     del abandoned
     lake.table("db.accounts").append(accounts(spark, {3: 3}))  # version 2: no cleanup yet
     assert all(Path(p.removeprefix("file:")).exists() for p in staged)
-    lake.table("db.accounts").append(accounts(spark, {4: 4}))  # version 3: cleanup runs
+    lake.table("db.accounts").append(accounts(spark, {4: 4}))  # version 3: cleanup starts, off the write
+    assert lake.background_cleanup.wait(timeout=120) is not None
     assert not any(Path(p.removeprefix("file:")).exists() for p in staged)
     assert sorted(balances(lake.table("db.accounts"))) == [1, 3, 4]
 

@@ -349,3 +349,30 @@ def test_concurrent_processes_on_a_big_lake_keep_every_change(tmp_path: Path) ->
             last = max(n for n in range(15) if n % 3 == k)
             assert newest.get(f"db.t{me * 7 + k}") == entry(f"p{me}", last)
     assert newest.table_count == 300
+
+
+class DurabilityRecordingStorage(LocalStorage):
+    """Local storage that records the existing keys it is asked to make durable."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.made_durable: list[str] = []
+
+    def make_durable(self, key: str) -> None:
+        self.made_durable.append(key)
+        super().make_durable(key)
+
+
+def test_nodes_and_versions_found_existing_are_synced_before_a_version_builds_on_them(tmp_path: Path) -> None:
+    """A node or version another writer linked (and may have died before its directory sync) is
+    synced before this writer's version references it or follows it (issue 42 item 7)."""
+    storage = DurabilityRecordingStorage(tmp_path)
+    log = LakeLog(tmp_path, storage)
+    v1 = log.commit(log.latest(), {f"db.t{i}": entry(f"db.t{i}", 1) for i in range(100)}, {"id": "create"})
+    change = {"db.t7": entry("db.t7", 2)}
+    log.commit(v1, change, {"id": "first"})
+    assert storage.made_durable == []
+    with pytest.raises(VersionTaken):
+        log.commit(v1, change, {"id": "second"})  # the same nodes: found existing, then the version
+    nodes = [k for k in storage.made_durable if k.startswith("_rowops/nodes/")]
+    assert nodes and storage.made_durable[-1] == "_rowops/log/00000000000000000002.json"

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from rowops.catalog import storage as storage_module
+from rowops.catalog.object_store import PROBE_PREFIX, check_put_if_absent
 from rowops.catalog.storage import AlreadyExists, LocalStorage, Storage
+from rowops.errors import PutIfAbsentUnsupportedError
 
 
 @pytest.mark.parametrize("durable", [True, False])
@@ -69,3 +71,56 @@ def test_new_directories_are_synced_into_their_parents(
     synced.clear()
     LocalStorage(tmp_path).put_if_absent("_rowops/nodes/ab/abd.json", b"{}")
     assert synced == ["_rowops/nodes/ab"]
+
+
+class _IgnoresIfNoneMatch(LocalStorage):
+    """A real storage whose put-if-absent overwrites, like an S3 store that ignores If-None-Match."""
+
+    def put_if_absent(self, key: str, data: bytes) -> None:
+        self.put(key, data)
+
+
+def test_a_store_that_overwrites_on_put_if_absent_is_refused(tmp_path: Path) -> None:
+    broken = _IgnoresIfNoneMatch(tmp_path / "broken")
+    with pytest.raises(PutIfAbsentUnsupportedError, match="If-None-Match") as err:
+        check_put_if_absent(broken, str(tmp_path / "broken"))
+    assert "Help:" in str(err.value)
+    assert broken.list(PROBE_PREFIX) == []  # the probe key is removed
+    with pytest.raises(PutIfAbsentUnsupportedError):  # refused again: a bad store is never remembered
+        check_put_if_absent(broken, str(tmp_path / "broken"))
+    good = LocalStorage(tmp_path / "good")
+    check_put_if_absent(good, str(tmp_path / "good"))
+    assert good.list(PROBE_PREFIX) == []
+
+
+def test_directories_found_existing_are_synced_into_their_parents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory a crashed writer created (never synced into its parent) is synced before a key
+    below it is linked; written data files' new directories (staging, data-N, partitions) too."""
+    synced: list[str] = []
+    real = storage_module.fsync_dir
+
+    def recording(directory: Path) -> None:
+        if directory.is_relative_to(tmp_path):  # sync_files also walks above the lake, once per process
+            synced.append(str(directory.relative_to(tmp_path)))
+        real(directory)
+
+    monkeypatch.setattr(storage_module, "fsync_dir", recording)
+    (tmp_path / "_rowops" / "nodes" / "cd").mkdir(parents=True)  # left by a writer that crashed
+    LocalStorage(tmp_path).put_if_absent("_rowops/nodes/cd/cde.json", b"{}")
+    assert synced == [".", "_rowops", "_rowops/nodes", "_rowops/nodes/cd"]
+    synced.clear()
+    written = tmp_path / "t" / "data" / "20260101-000000-abcd1234" / "data-1" / "g=1" / "part-0.parquet"
+    written.parent.mkdir(parents=True)
+    written.write_bytes(b"x")  # as Spark writes it: no fsync of the file or of any directory
+    storage_module.sync_files([f"file:{written}"])
+    below = [p for p in synced if p.startswith("t")]
+    assert below == [
+        "t/data/20260101-000000-abcd1234/data-1/g=1",  # the file's name
+        "t",
+        "t/data",
+        "t/data/20260101-000000-abcd1234",
+        "t/data/20260101-000000-abcd1234/data-1",
+    ]
+    assert "." in synced  # the table folder's name in the lake root
