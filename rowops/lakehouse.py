@@ -40,7 +40,7 @@ from rowops.exec.write import staging
 from rowops.meta.defaults import with_write_defaults
 from rowops.meta.fileio import make_io, s3a_conf
 from rowops.meta.files import TableFiles
-from rowops.meta.paths import is_remote, lake_location, local_path
+from rowops.meta.paths import is_remote, lake_location, local_path, normalize_path
 from rowops.meta.tables import new_metadata
 from rowops.operations import append_delta
 from rowops.spec.identifiers import TableIdentifier, parse_namespace
@@ -232,7 +232,18 @@ class Lakehouse:
         io = self.catalog.io
         referenced, owned = lake_references(io, self.catalog.log)
         age = self.cleanup_age if older_than is None else older_than
-        return remove_orphans(io, self.location, owned, referenced, age, dry_run)
+        locations = owned - self._gc_disabled_locations()
+        return remove_orphans(io, self.location, locations, referenced, age, dry_run)
+
+    def _gc_disabled_locations(self) -> set[str]:
+        """Key-form locations of the newest version's tables whose ``gc.enabled`` is false: their files
+        may be shared with another table, so cleanup skips them (as Iceberg's DeleteOrphanFiles refuses)."""
+        found = set()
+        for _, entry in self.catalog.log.latest().items():
+            metadata = self.catalog.read_metadata(entry.metadata_location)
+            if metadata.properties.get("gc.enabled", "true").strip().lower() == "false":
+                found.add(normalize_path(metadata.location).rstrip("/"))
+        return found
 
     def committed(self, version: int) -> None:
         """Called after each commit of this lakehouse: every ``cleanup_every`` versions, starts

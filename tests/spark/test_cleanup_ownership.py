@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 import rowops
 from rowops.cli import app
 from rowops.errors import ForeignFilesError
+from rowops.meta.paths import normalize_path
 from tests.spark.tables import fingerprint
 
 OLD = time.time() - 4 * 24 * 3600
@@ -143,3 +144,19 @@ def test_cli_remove_orphans_and_cleanup_dry_run(lake: rowops.Lakehouse) -> None:
     removed = runner.invoke(app, ["--lake", str(lake.root), "cleanup"])
     assert removed.exit_code == 0, removed.output
     assert not orphan.exists()
+
+
+def test_cleanup_skips_tables_whose_gc_is_disabled(lake: rowops.Lakehouse) -> None:
+    """``gc.enabled=false`` (Iceberg's property: the table's files may be shared with another table):
+    lake cleanup deletes none of its files, as Iceberg's DeleteOrphanFiles refuses; others are cleaned."""
+    shared, other = _table(lake, "db.shared"), _table(lake, "db.other")
+    shared.set_properties(**{"gc.enabled": "false"})
+    orphans = [
+        _plant(Path(normalize_path(t.load().metadata.location)) / "data" / "x.parquet")
+        for t in (shared, other)
+    ]
+    _age_everything(Path(lake.location))
+    result = lake.cleanup()
+    assert orphans[0].exists() and not orphans[1].exists()
+    assert not any("shared" in p for p in result.removed)
+    assert _rows(lake, "db.shared") == [(1, "a"), (2, "c")]
