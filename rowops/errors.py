@@ -227,6 +227,13 @@ class ConflictKind(Enum):
     SPEC_CHANGED = "spec-changed"
     """The table's partition spec or sort order changed after this partition or sort order change was
     computed (``meta/spec_evolution.py``)."""
+    BASE_NOT_ANCESTOR = "base-not-ancestor"
+    """The snapshot this operation read is no longer an ancestor of the branch head (the table or the
+    lake was rolled back, or the history in between expired): rebasing would re-apply what the rollback
+    undid."""
+    DELETES_REMOVED = "deletes-removed"
+    """A delete file that applied to a data file this operation changes, live when it read the table, is
+    no longer live."""
 
 
 class CommitConflictError(RowOpsError):

@@ -80,6 +80,27 @@ def ancestors(metadata: TableMetadata, snapshot_id: int | None) -> Iterator[Snap
         snapshot_id = snapshot.parent_snapshot_id
 
 
+def is_ancestor(metadata: TableMetadata, ancestor: int | None, head: int | None) -> bool:
+    """Whether ``ancestor`` is ``head`` or one of its parents in ``metadata``.
+
+    ``None`` (the table before its first snapshot) is an ancestor of every head. The walk follows parent
+    ids while the table still has the snapshot: a parent id naming ``ancestor`` counts even when that
+    snapshot has expired since; a walk that ends at an expired snapshot first does not (as Iceberg's
+    ``SnapshotUtil.isAncestorOf``: the history in between is unknown).
+    """
+    if ancestor is None:
+        return True
+    by_id = {s.snapshot_id: s for s in metadata.snapshots}
+    seen: set[int] = set()
+    while head is not None and head not in seen:
+        if head == ancestor:
+            return True
+        seen.add(head)
+        snapshot = by_id.get(head)
+        head = snapshot.parent_snapshot_id if snapshot is not None else None
+    return False
+
+
 def lookup(metadata: TableMetadata, name: str, kind: SnapshotRefType | None = None) -> SnapshotRef:
     """The ref ``name`` (of type ``kind`` when given), or an ``InvalidRefError`` naming the refs there are."""
     ref = metadata.refs.get(name)

@@ -38,6 +38,7 @@ from rowops.commit import refs
 from rowops.commit.read_set import ReadSet
 from rowops.commit.row_conflicts import Conflict, delete_conflict
 from rowops.errors import ConflictKind
+from rowops.meta.delete_index import delete_index
 from rowops.meta.files import TableFiles
 from rowops.meta.manifests import read_all, read_entries
 from rowops.meta.v3 import V3, entry_id, is_deletion_vector, next_row_id
@@ -333,8 +334,12 @@ def find_conflict(
         must not land silently (``schema-changed``; this applies to blind deltas too);
       * likewise the default partition spec (``spec_id``, ``spec-changed``): new files are written with
         the newest spec, and an equality delete written for one spec would not apply to files of another.
+      * the rebase rule: the base's snapshot must be an ancestor of the head (``base-not-ancestor``; a
+        table or lake rollback, or history expired in between, as Iceberg's ``validationHistory``), and
+        no delete file live at the base that applies to a data file this delta touches may be gone
+        (``deletes-removed``): the delta's files were computed with those rows deleted.
     Blind deltas (appends, equality deletes) never conflict otherwise: their meaning does not depend
-    on a read.
+    on a read (rebasing one over a rollback is the serial order "rollback, then write").
 
     Args:
         row_level: compare rows (True) or stop at files (False); None reads the table property
@@ -354,9 +359,12 @@ def find_conflict(
         return Conflict(ConflictKind.SPEC_CHANGED, reason, current.snapshot_id, ())
     if delta.blind:
         return None
+    snapshot = current.snapshot_id
+    conflict = _history_conflict(delta, base, current, current_meta)
+    if conflict is not None:
+        return conflict
     if row_level is None:
         row_level = row_level_conflicts(current_meta.properties)
-    snapshot = current.snapshot_id
     live = {f.path for f in current.data}
     gone = sorted(p for p in delta.touched_data if p not in live)
     if gone:
@@ -373,3 +381,53 @@ def find_conflict(
                 reason = "concurrent data files were added where this operation read (serializable)"
                 return Conflict(ConflictKind.CONCURRENT_APPEND, reason, snapshot, (new_file.path,))
     return None
+
+
+def _history_conflict(
+    delta: RowDelta, base: TableFiles, current: TableFiles, current_meta: TableMetadata
+) -> Conflict | None:
+    """The rebase rule: the base is in the head's history, and the deletes the delta's files were
+    computed under are still in force."""
+    snapshot = current.snapshot_id
+    if not refs.is_ancestor(current_meta, base.snapshot_id, snapshot):
+        reason = (
+            f"the snapshot it read ({base.snapshot_id}) is no longer an ancestor of the head of branch "
+            f"{delta.branch!r}: the table or the lake was rolled back (or the history in between expired)"
+        )
+        return Conflict(ConflictKind.BASE_NOT_ANCESTOR, reason, snapshot, ())
+    lost = _lost_deletes(delta, base, current)
+    if lost:
+        reason = "delete files that applied to data files this operation changes were removed, unreplaced"
+        return Conflict(ConflictKind.DELETES_REMOVED, reason, snapshot, lost)
+    return None
+
+
+def _lost_deletes(delta: RowDelta, base: TableFiles, current: TableFiles) -> tuple[str, ...]:
+    """Delete files live at the base that applied to a data file the delta touches, still live, with
+    no delete file added since that applies to it: its deleted rows came back, and this delta's files
+    were computed without them. (A removed delete file *replaced* by a new one on the same data file,
+    as a position-delete merge or an equality-delete conversion does, is checked row by row like any
+    new delete file; a data file no longer live is a ``delete-delete`` conflict.)"""
+    touched = [f for f in base.data if f.path in delta.touched_data]
+    if not touched or not base.deletes:
+        return ()
+    live, index = {d.path for d in current.deletes}, delete_index(base)
+    lost = {
+        f.path: [
+            d.path
+            for d in (*index.position_deletes_of(f), *index.equality_deletes_of(f))
+            if d.path not in live
+        ]
+        for f in touched
+    }
+    lost = {path: gone for path, gone in lost.items() if gone}
+    if not lost:
+        return ()
+    before, now = {d.path for d in base.deletes}, delete_index(current)
+    found: set[str] = set()
+    for f in current.data:
+        if f.path in lost:
+            applying = (*now.position_deletes_of(f), *now.equality_deletes_of(f))
+            if not any(d.path not in before for d in applying):
+                found.update(lost[f.path])
+    return tuple(sorted(found))

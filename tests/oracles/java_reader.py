@@ -189,11 +189,14 @@ class JavaIcebergReader:
         snapshot_id: int | None = None,
         options: dict[str, str] | None = None,
         ref: tuple[str, str] | None = None,
+        columns: Sequence[str] | None = None,
     ) -> pa.Table:
         """Read a table (optionally at ``snapshot_id``) through ``spark.read.format("iceberg")``.
 
         ``options``: pyiceberg FileIO properties of an S3 lake (endpoint, credentials).
         ``ref``: ``("branch", name)`` or ``("tag", name)``, Iceberg's read options for snapshot refs.
+        ``columns``: the columns to select, metadata columns included (v3 row lineage: ``_row_id``,
+        ``_last_updated_sequence_number``); default: the table's columns.
         The names of the columns Iceberg reports NOT NULL (required) are kept in ``last_required``.
         """
         with self._lock:
@@ -206,6 +209,8 @@ class JavaIcebergReader:
                 request["snapshot_id"] = int(snapshot_id)
             if ref is not None:
                 request["ref"] = list(ref)
+            if columns is not None:
+                request["columns"] = list(columns)
             if options and "s3.endpoint" in options:
                 request["hadoop"] = hadoop_s3_conf(options)
             reply = self._request(request, self._read_timeout)
@@ -330,6 +335,8 @@ def _serve(reply_fd: int, jars: list[str], driver_memory: str) -> None:
             if request.get("ref") is not None:
                 reader = reader.option(request["ref"][0], request["ref"][1])
             df = reader.load(request["metadata_location"])
+            if request.get("columns") is not None:
+                df = df.select(*request["columns"])
             batches = df._collect_as_arrow()
             table = pa.Table.from_batches(batches) if batches else _empty_table(df.schema)
             table = table.cast(_nullable_schema(table.schema))  # a NULL struct's required field holds NULLs

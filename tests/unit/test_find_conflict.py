@@ -17,8 +17,8 @@ from pyiceberg.conversions import to_bytes
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.table.metadata import new_table_metadata
-from pyiceberg.table.snapshots import Operation
+from pyiceberg.table.metadata import TableMetadata, new_table_metadata
+from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.transforms import BucketTransform
 from pyiceberg.typedef import Record
@@ -31,7 +31,31 @@ from rowops.meta.files import FILE_PATH_ID, LiveFile, TableFiles
 
 SCHEMA = Schema(NestedField(1, "k", LongType(), required=True), NestedField(2, "v", StringType()))
 SPEC = PartitionSpec(PartitionField(1, 1000, BucketTransform(4), "k_bucket"))
-METADATA = new_table_metadata(SCHEMA, SPEC, UNSORTED_SORT_ORDER, "/lake/t", {})
+
+
+def _snapshot(snapshot_id: int, parent: int | None) -> Snapshot:
+    return Snapshot(
+        snapshot_id=snapshot_id,
+        parent_snapshot_id=parent,
+        sequence_number=snapshot_id,
+        timestamp_ms=snapshot_id,
+        manifest_list=f"/lake/t/metadata/snap-{snapshot_id}.avro",
+        summary=Summary(Operation.APPEND),
+        schema_id=0,
+    )
+
+
+def _history(*parents: tuple[int, int | None]) -> TableMetadata:
+    """``METADATA`` with snapshots (id, parent id); the rows below read only its ancestry."""
+    snapshots = [_snapshot(i, p) for i, p in parents]
+    return new_table_metadata(SCHEMA, SPEC, UNSORTED_SORT_ORDER, "/lake/t", {}).model_copy(
+        update={"snapshots": snapshots}
+    )
+
+
+# 1 <- 2 (the base of most cases and the concurrent head); 3 <- 1 (a commit after a rollback to 1);
+# 5 <- 4 <- (expired) (a head whose history was expired)
+METADATA = _history((1, None), (2, 1), (3, 1), (5, 4))
 K = SCHEMA.find_field("k")
 
 
@@ -283,3 +307,54 @@ def test_delete_files_are_read_only_for_file_level_candidates(tmp_path: Path) ->
     delta = replace(delete_from(A.path), added_deletes=(own,))
     base = files(A, B, *others)
     assert find_conflict(delta, base, files(A, B, *others, *theirs, snapshot=2), METADATA) is None
+
+
+# ------------------------------------------------------------------------------------------------
+# The rebase rule: the base must be an ancestor of the head; deletes live at the base stay live.
+# ------------------------------------------------------------------------------------------------
+
+NOT_ANCESTOR = ConflictKind.BASE_NOT_ANCESTOR
+D_A = pos_delete("/t/d-a.parquet", A.path, 0)
+E_0 = eq_delete("/t/e-0.parquet", 0)
+
+
+@dataclass(frozen=True)
+class HistoryCase:
+    name: str
+    delta: RowDelta
+    base: TableFiles
+    current: TableFiles
+    expected: ConflictKind | None
+
+
+HISTORY_CASES = [
+    HistoryCase("head descends from the base", delete_from(A.path), files(A, B), files(A, B, snapshot=2), None),
+    HistoryCase("rolled back to the base's parent (mor)", delete_from(A.path), files(A, B, D_A, snapshot=2), files(A, B, snapshot=1), NOT_ANCESTOR),
+    HistoryCase("rolled back to the base's parent (cow)", rewrite(A.path), files(A, B, D_A, snapshot=2), files(A, B, snapshot=1), NOT_ANCESTOR),
+    HistoryCase("rolled back, then a new commit", delete_from(A.path), files(A, B, snapshot=2), files(A, B, snapshot=3), NOT_ANCESTOR),
+    HistoryCase("rolled back, untouched files only", rewrite(B.path), files(A, B, D_A, snapshot=2), files(A, B, snapshot=1), NOT_ANCESTOR),
+    HistoryCase("base expired, named as the head's parent", delete_from(A.path), files(A, B, snapshot=4), files(A, B, snapshot=5), None),
+    HistoryCase("walk ends at an expired snapshot", delete_from(A.path), files(A, B, snapshot=1), files(A, B, snapshot=5), NOT_ANCESTOR),
+    HistoryCase("base unknown to the table (lake rollback)", delete_from(A.path), files(A, B, snapshot=9), files(A, B, snapshot=2), NOT_ANCESTOR),
+    HistoryCase("empty base: ancestor of any head", RowDelta(Operation.APPEND, read_set=keys_read(0, 1, 0)), files(snapshot=None), files(B, snapshot=1), None),  # type: ignore[arg-type]
+    HistoryCase("blind write rebases over a rollback", replace(rewrite(A.path), blind=True), files(A, B, snapshot=2), files(A, B, snapshot=1), None),
+    HistoryCase("position deletes of a touched file removed", delete_from(A.path), files(A, B, D_A, snapshot=1), files(A, B, snapshot=2), ConflictKind.DELETES_REMOVED),
+    HistoryCase("equality deletes of a touched file removed", rewrite(A.path), files(A, B, E_0, snapshot=1), files(A, B, snapshot=2), ConflictKind.DELETES_REMOVED),
+    HistoryCase("position deletes replaced by a merged file", delete_from(A.path), files(A, B, D_A, snapshot=1), files(A, B, pos_delete("/t/d-a2.parquet", A.path, 0, seq=3), snapshot=2), ConflictKind.CONCURRENT_DELETE_READ),
+    HistoryCase("equality deletes converted", delete_from(B.path), files(A, B, eq_delete("/t/e-1.parquet", 1), snapshot=1), files(A, B, pos_delete("/t/d-b.parquet", B.path, 1, seq=3), snapshot=2), ConflictKind.CONCURRENT_DELETE_READ),
+    HistoryCase("deletes of an untouched file removed", delete_from(B.path), files(A, B, D_A, snapshot=1), files(A, B, snapshot=2), None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", HISTORY_CASES, ids=[c.name for c in HISTORY_CASES])
+@pytest.mark.parametrize("isolation", ["snapshot", "serializable"])
+def test_rebase_needs_the_base_in_the_heads_history(case: HistoryCase, isolation: str) -> None:
+    """Iceberg's ``MergingSnapshotProducer.validationHistory``: a commit validated from a snapshot that
+    is not an ancestor of the head (``SnapshotUtil.isAncestorOf``) must not rebase."""
+    delta = replace(case.delta, serializable=isolation == "serializable")
+    conflict = find_conflict(delta, case.base, case.current, METADATA)
+    assert (conflict.kind if conflict else None) == case.expected, conflict
+    if conflict is not None:
+        assert conflict.snapshot_id == case.current.snapshot_id
+        if conflict.kind == ConflictKind.DELETES_REMOVED:
+            assert conflict.files and all(f.startswith("/t/") for f in conflict.files)
