@@ -27,7 +27,7 @@ from typing import Literal
 import sqlglot
 from pyiceberg.table.metadata import TableMetadata
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import ParseError, TokenError
 
 from rowops.errors import InvalidInputError, SqlSyntaxError, UnsupportedSqlError
 
@@ -70,6 +70,12 @@ def parse_query(text: str) -> exp.Expr:
     except ParseError as exc:
         log.debug("sqlglot cannot parse %r", text, exc_info=exc)
         raise SqlSyntaxError(f"SQL does not parse: {syntax_problem(exc)}") from exc
+    except TokenError as exc:  # e.g. a string without its closing quote
+        log.debug("sqlglot cannot tokenize %r", text, exc_info=exc)
+        near = str(exc).removeprefix("Error tokenizing ")
+        raise SqlSyntaxError(
+            f"SQL does not parse: it cannot be read past {near} (an unterminated string, quoted name or comment?)"
+        ) from exc
     if len(statements) != 1:
         raise SqlSyntaxError(f"Expected one SQL statement, got {len(statements)}")
     return statements[0]
