@@ -101,14 +101,24 @@ class CatalogLakehouse:
         tables read their current snapshots (a DataFrame)."""
         return statements.sql(self, text, strategy)
 
-    def list_tables(self, namespace: str) -> list[str]:
-        """Names (``namespace.table``) of the catalog's tables in a namespace."""
+    def list_tables(self, namespace: str | None = None) -> list[str]:
+        """Names (``namespace.table``) of the catalog's tables in a namespace (every namespace without one)."""
+        if namespace is None:
+            return sorted(n for ns in self._namespaces(()) for n in self.list_tables(".".join(ns)))
         parts = parse_namespace(namespace)
         try:
             found = self.iceberg_catalog.list_tables(parts)
         except IcebergNoSuchNamespaceError as exc:
             raise NoSuchNamespaceError(f"Namespace {namespace} does not exist in {self.root}") from exc
         return sorted(".".join(ident) for ident in found)
+
+    def _namespaces(self, parent: tuple[str, ...]) -> list[tuple[str, ...]]:
+        """Every namespace below ``parent`` (nested ones too)."""
+        found = []
+        for child in self.iceberg_catalog.list_namespaces(parent):
+            if len(child) > len(parent):
+                found += [tuple(child), *self._namespaces(tuple(child))]
+        return found
 
     def drop_table(self, name: str) -> None:
         """Drop a table from the catalog (its files stay, as the catalog's own ``drop_table`` leaves them)."""

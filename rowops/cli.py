@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shlex
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +24,15 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from rowops.catalog.history import LakeCommit
-from rowops.errors import CommitConflictError, InvalidInputError, NoSuchTableError, RowOpsError
+from rowops.errors import (
+    CommitConflictError,
+    InvalidInputError,
+    NoSuchLakeError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    RowOpsError,
+)
+from rowops.exec.session import use_log_level
 from rowops.lakehouse import Lakehouse
 from rowops.pipeline import PipelineConfig, load_config, runner
 from rowops.pipeline.metrics import debt_summary
@@ -51,10 +60,11 @@ class Context:
         self.out = Console(soft_wrap=True)
         self.err = Console(stderr=True, soft_wrap=True)
 
-    def lake(self) -> Lakehouse:
+    def lake(self, create: bool = False) -> Lakehouse:
+        """The lake of ``--lake``; it must exist (only ``rowops init`` creates one)."""
         if not self.lake_location:
             raise InvalidInputError("no lake given", help="Pass --lake PATH_OR_URI or set ROWOPS_LAKE.")
-        return Lakehouse(self.lake_location, storage_options=self.storage_options)
+        return Lakehouse(self.lake_location, storage_options=self.storage_options, create=create)
 
     def emit(self, document: Any, text: Callable[[], list[str]]) -> None:
         """The command's result: JSON with ``--json``, else text lines."""
@@ -123,17 +133,44 @@ def _pipeline_lake(state: Context, config: str) -> tuple[PipelineConfig, Lakehou
     return parsed, runner.lake_for(parsed, state.lake_location, state.storage_options)
 
 
+def command_help(exc: RowOpsError, lake: str | None) -> str | None:
+    """The Help line of an error as a command that works on the command line, where the error's own
+    names a Python call (None: keep the error's)."""
+    where = f"rowops --lake {shlex.quote(lake)}" if lake else "rowops"
+    if isinstance(exc, NoSuchLakeError) and isinstance(exc.__cause__, NoSuchLakeError):
+        return None  # a pipeline's: it names the tables to create
+    if isinstance(exc, NoSuchLakeError):
+        return f"Check the path; to create a new lake there, run: {where} init"
+    if isinstance(exc, NoSuchTableError) and isinstance(exc.__cause__, NoSuchTableError):
+        return None  # a pipeline's target: its Help names what creates it
+    if isinstance(exc, NoSuchTableError | NoSuchNamespaceError):
+        return f"List the lake's tables with: {where} tables"
+    return None
+
+
+def _message(exc: RowOpsError, lake: str | None) -> str:
+    """The error's text, with its Help line for the command line."""
+    text = str(exc)
+    replaced = command_help(exc, lake)
+    if replaced is None:
+        return text
+    return f"{text.split(chr(10) + 'Help: ')[0]}\nHelp: {replaced}"
+
+
 def _guarded(ctx: typer.Context, action: Callable[[Context], T]) -> T:
-    """Run a command; rowops errors become a message (or JSON) and their exit code."""
+    """Run a command; rowops errors become a message (or JSON) and their exit code. The cause (a Spark
+    or parser error) is logged at DEBUG (``-vv``)."""
     state: Context = ctx.obj
     try:
         return action(state)
     except RowOpsError as exc:
         code = exit_code(exc)
+        message = _message(exc, state.lake_location)
+        log.debug("%s", type(exc).__name__, exc_info=exc)
         if state.as_json:
-            error = {"status": "failed", "error": type(exc).__name__, "message": str(exc), "exit_code": code}
+            error = {"status": "failed", "error": type(exc).__name__, "message": message, "exit_code": code}
             print(json.dumps(error, indent=2, sort_keys=True))
-        state.err.print(f"error: {exc}", highlight=False, markup=False)
+        state.err.print(f"error: {message}", highlight=False, markup=False)
         raise typer.Exit(code) from None
 
 
@@ -153,7 +190,15 @@ def main_options(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document (for schedulers).")
     ] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress lines to stderr.")] = False,
+    verbose: Annotated[
+        int,
+        typer.Option(
+            "--verbose",
+            "-v",
+            count=True,
+            help="Log progress lines to stderr; -vv also the causes of errors and Spark's own errors.",
+        ),
+    ] = 0,
 ) -> None:
     """Global options."""
     logging.basicConfig(
@@ -161,6 +206,9 @@ def main_options(
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
         stream=sys.stderr,
     )
+    if verbose > 1:
+        logging.getLogger("rowops").setLevel(logging.DEBUG)
+    use_log_level("ERROR" if verbose > 1 else "FATAL")  # Spark logs a failed task's trace at ERROR
     ctx.obj = Context(lake, _options(storage_option or []), as_json)
 
 
@@ -215,9 +263,24 @@ def explain(
 
 
 # -- inspection ------------------------------------------------------------------------------------
+@app.command("init")
+def init(ctx: typer.Context) -> None:
+    """Create an empty lake at --lake (the other commands never create one); an existing lake is kept."""
+
+    def action(state: Context) -> None:
+        lake = state.lake(create=True)
+        version = lake.version
+        state.emit(
+            {"lake": lake.location, "lake_version": version},
+            lambda: [f"lake {lake.location}: version {version}, {len(lake.list_tables())} tables"],
+        )
+
+    _guarded(ctx, action)
+
+
 @app.command("tables")
 def tables(ctx: typer.Context) -> None:
-    """Every table of the lake, with its current snapshot."""
+    """The names of the lake's tables, one a line (rowops describe TABLE: a table's snapshot and files)."""
 
     def action(state: Context) -> None:
         lake = state.lake()

@@ -101,13 +101,13 @@ class InvalidSortOrderError(InvalidInputError):
 class NoSuchNamespaceError(RowOpsError):
     """The namespace does not exist in the lakehouse."""
 
-    help = "List existing tables with lake.list_tables(namespace) or create a table in that namespace."
+    help = "List the lake's tables with lake.list_tables(), or create a table in that namespace."
 
 
 class NoSuchTableError(RowOpsError):
     """The table does not exist in the lakehouse."""
 
-    help = "Create it with lake.create_table(name, df_or_schema) or check the name with lake.list_tables()."
+    help = "Check the name against lake.list_tables(), or create the table with lake.create_table(name, df)."
 
 
 class TableAlreadyExistsError(RowOpsError):
@@ -415,8 +415,8 @@ class CatalogFeatureError(RowOpsError):
     """A feature of rowops' own lake log used on a lakehouse backed by another Iceberg catalog."""
 
     help = (
-        "Multi-table transactions, lake versions, lake.history(), lake.at(), lake.rollback_to() and "
-        "lake.cleanup() exist only on rowops' own lake log (rowops.Lakehouse(path)). Through "
+        "Multi-table transactions, lake versions, lake.history, lake.at, lake.rollback_to and "
+        "lake.cleanup exist only on rowops' own lake log (rowops.Lakehouse(path)). Through "
         "Lakehouse.from_catalog, each operation commits one table through the catalog: run operations one "
         "by one, or register the tables in a rowops lake (lake.register_table) to use transactions."
     )
@@ -483,4 +483,23 @@ class PutIfAbsentUnsupportedError(StorageAccessError):
         "Use a store that honours conditional writes (If-None-Match: *), such as AWS S3 or a current "
         "MinIO release, or keep the lake on a local or shared POSIX file system: "
         "rowops.Lakehouse('/path/to/lake'). Nothing was written but a probe key below _rowops/probe/."
+    )
+
+
+class NoSuchLakeError(InvalidInputError):
+    """A lake opened without ``create=True`` (``rowops.Lakehouse(path, create=False)``, every ``rowops``
+    command but ``init``) does not exist; nothing was created."""
+
+    help = (
+        "Check the path. To create a new lake there, run rowops --lake PATH init, or in Python "
+        "rowops.Lakehouse(path) (which creates a missing lake)."
+    )
+
+
+class UnknownStorageOptionError(InvalidInputError):
+    """A ``storage_options`` key (``-o KEY=VALUE``) that is not a pyiceberg FileIO property rowops knows."""
+
+    help = (
+        "Use pyiceberg FileIO property names: s3.endpoint, s3.region, s3.access-key-id, "
+        "s3.secret-access-key, s3.session-token, s3.path-style-access (see pyiceberg's FileIO docs)."
     )

@@ -27,7 +27,7 @@ def _table(target: object) -> Table:
         return target
     raise InvalidArgumentError(
         f"target must be a rowops Table, not {type(target).__module__}.{type(target).__qualname__}",
-        help="Open the table first: t = lake.table('db.name'), then pass t.",
+        help="Open the table first: t = lake.table(name) (its name as lake.list_tables() lists it), then pass t.",
     )
 
 

@@ -31,14 +31,20 @@ from rowops.catalog.transactions import DEFAULT_ISOLATION, LakeTransaction
 from rowops.catalog.views import PinnedView
 from rowops.catalog_lakehouse import CatalogLakehouse
 from rowops.commit.row_delta import apply
-from rowops.errors import InvalidInputError, TableAlreadyExistsError, UnsupportedStorageError, is_cleanable
+from rowops.errors import (
+    InvalidInputError,
+    NoSuchLakeError,
+    TableAlreadyExistsError,
+    UnsupportedStorageError,
+    is_cleanable,
+)
 from rowops.exec.job_errors import spark_errors
 from rowops.exec.session import configure, create_session
 from rowops.exec.types import to_iceberg_schema
 from rowops.exec.validation import require_dataframe
 from rowops.exec.write import staging
 from rowops.meta.defaults import with_write_defaults
-from rowops.meta.fileio import make_io, s3a_conf
+from rowops.meta.fileio import check_storage_options, has_entries, make_io, s3a_conf
 from rowops.meta.files import TableFiles
 from rowops.meta.paths import is_remote, lake_location, local_path, normalize_path
 from rowops.meta.tables import new_metadata
@@ -88,7 +94,10 @@ class LakeAt:
         tables read their snapshots as of this version (a DataFrame)."""
         return statements.sql(self, text, strategy)
 
-    def list_tables(self, namespace: str) -> list[str]:
+    def list_tables(self, namespace: str | None = None) -> list[str]:
+        """Names of the tables of a namespace at this version (every table without one)."""
+        if namespace is None:
+            return sorted(self.lake_version.names())
         prefix = f"{namespace}."
         return [n for n in self.lake_version.names() if n.startswith(prefix) and "." not in n[len(prefix) :]]
 
@@ -96,18 +105,29 @@ class LakeAt:
 _NO_FILES = TableFiles(None, 0, (), (), (), ())
 
 
+def _no_lake(location: str) -> NoSuchLakeError:
+    return NoSuchLakeError(
+        f"no lake at {location}",
+        help=f"Check the path; rowops.Lakehouse({location!r}) (create=True, the default) creates a new lake there.",
+    )
+
+
 class Lakehouse:
     """Open (or create) a lakehouse: a local directory or an S3 prefix.
 
     Args:
         path: the lake root: a local path, a ``file:`` URI or ``s3://bucket/prefix`` (``s3a://`` is the
-            same); created if missing. Other schemes raise ``UnsupportedStorageError``.
+            same); created if missing (``create=False``: ``NoSuchLakeError`` instead). Other schemes raise
+            ``UnsupportedStorageError``.
         spark: the SparkSession to use; None creates a local one from ``conf/spark-defaults.conf``
             (with the matching ``spark.hadoop.fs.s3a.*`` settings for an S3 lake). A caller's session
             is used as it is: it must be able to read and write the lake's ``s3a://`` paths.
         storage_options: pyiceberg FileIO properties for the lake's storage (``s3.endpoint``,
             ``s3.access-key-id``, ``s3.secret-access-key``, ``s3.session-token``, ``s3.region``,
-            ``s3.path-style-access``). Credentials never appear in reprs, errors or metadata.
+            ``s3.path-style-access``). Credentials never appear in reprs, errors or metadata. An unknown
+            key raises ``UnknownStorageOptionError`` (naming the close matches).
+        create: create the lake when ``path`` holds none (the default); False raises ``NoSuchLakeError``
+            instead, creating nothing (the ``rowops`` command line opens lakes this way).
     """
 
     def __init__(
@@ -117,18 +137,25 @@ class Lakehouse:
         cleanup_age: timedelta = DEFAULT_AGE,
         cleanup_every: int = 1000,
         storage_options: Mapping[str, str] | None = None,
+        create: bool = True,
     ) -> None:
         self.location = lake_location(str(path))
-        self.storage_options = {str(k): str(v) for k, v in (storage_options or {}).items()}
+        self.storage_options = check_storage_options(storage_options or {})
         io = make_io(self.storage_options)
         if is_remote(self.location):
             remote = S3Storage(self.location, io, self.storage_options)
             remote.check_access()
+            if not create and not has_entries(io, self.location):  # S3 has no empty directories
+                raise _no_lake(self.location)
             check_put_if_absent(remote, self.location)
             storage: Storage | None = remote
-        else:
+        elif create:
             Path(self.location).mkdir(parents=True, exist_ok=True)
             storage = None
+        elif Path(self.location).is_dir():
+            storage = None
+        else:
+            raise _no_lake(self.location)
         self.catalog = TableCatalog(self.location, io, storage)
         self.catalog.on_commit = self.committed
         self.cleanup_age = cleanup_age
@@ -266,8 +293,10 @@ class Lakehouse:
         tables read their current snapshots (a DataFrame)."""
         return statements.sql(self, text, strategy)
 
-    def list_tables(self, namespace: str) -> list[str]:
-        """Names of the tables in a namespace."""
+    def list_tables(self, namespace: str | None = None) -> list[str]:
+        """Names of the tables in a namespace; without one, every table of the lake (sorted)."""
+        if namespace is None:
+            return sorted(self.catalog.log.latest().names())
         return self.catalog.list_tables(parse_namespace(namespace))
 
     def drop_table(self, name: str) -> None:

@@ -99,14 +99,15 @@ class Transaction:
             help='Pass the table\'s name, e.g. tx.merge(df, "db.accounts", on=["id"]).',
         )
 
-    def list_tables(self, namespace: str) -> list[str]:
-        """Tables of a namespace at the pinned version, with this transaction's creates and drops."""
-        prefix = f"{namespace}."
+    def list_tables(self, namespace: str | None = None) -> list[str]:
+        """Tables of a namespace (every table without one) at the pinned version, with this
+        transaction's creates and drops."""
+        prefix = f"{namespace}." if namespace is not None else ""
         names = {n for n in self._tx.pinned.names() if n.startswith(prefix)}
         for name, work in self._tx.work.items():
             if name.startswith(prefix):
                 (names.discard if work.dropped else names.add)(name)
-        return sorted(n for n in names if "." not in n[len(prefix) :])
+        return sorted(n for n in names if namespace is None or "." not in n[len(prefix) :])
 
     # -- operations (same arguments as the top-level functions) -----------------------------------
     @checked_call

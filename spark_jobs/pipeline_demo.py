@@ -69,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     for number, batch in enumerate(batches, start=1):
         path = config.source.path_for(batch)
         assert path is not None
-        if not Path(path).exists():
-            change_batch(store_sales, number).write.parquet(path)
+        if not Path(path).exists():  # resolved here: the JVM's working directory may differ from Python's
+            change_batch(store_sales, number).write.parquet(str(Path(path).resolve()))
     lake_args = ["--lake", args.lake]
     codes = [run_cli([*lake_args, "tables"])]
     for batch in (batches[0], batches[0], batches[1]):  # batch 1 twice: the second run is a no-op

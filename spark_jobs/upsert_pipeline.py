@@ -16,7 +16,7 @@ import sys
 
 from rowops.cli import app
 
-GLOBAL_FLAGS = ("--json", "--verbose", "-v")
+GLOBAL_FLAGS = ("--json", "--verbose", "-v", "-vv")
 GLOBAL_OPTIONS = ("--lake", "--storage-option", "-o")
 
 

@@ -37,9 +37,9 @@ def read_files(spark: SparkSession, fmt: str, path: str, options: Mapping[str, s
         return spark.read.format(fmt).options(**settings).load(_uri(path))
     except AnalysisException as exc:
         first = str(exc).strip().splitlines()[0][:300]
-        raise PipelineSourceError(f"source {path} ({fmt}) cannot be read: {first}") from None
+        raise PipelineSourceError(f"source {path} ({fmt}) cannot be read: {first}") from exc
     except Exception as exc:  # e.g. a Parquet footer that does not parse (schema inference reads them)
-        raise _unreadable(spark, exc, source_files(path), fmt) from None
+        raise _unreadable(spark, exc, source_files(path), fmt) from exc
 
 
 def require_columns(df: DataFrame, columns: Sequence[str], what: str) -> None:
@@ -60,7 +60,7 @@ def map_columns(df: DataFrame, columns: Mapping[str, str]) -> DataFrame:
         mapped = df.withColumns({target: F.expr(sql) for target, sql in columns.items()})
         _ = mapped.schema  # analyze now: a wrong expression names its column here
     except Exception as exc:
-        raise PipelineSourceError(f"a [[targets]].columns expression does not resolve: {exc}") from None
+        raise PipelineSourceError(f"a [[targets]].columns expression does not resolve: {exc}") from exc
     for target, sql in columns.items():
         check_one_expression(df, sql, f"[[targets]].columns.{target}")
     return mapped
@@ -78,7 +78,7 @@ def filter_rows(df: DataFrame, where: str, field: str = "[[targets]].where") -> 
         _ = filtered.schema
     except Exception as exc:
         first = str(exc).strip().splitlines()[0][:300]
-        raise PipelineSourceError(f"{field} {where!r} does not resolve: {first}") from None
+        raise PipelineSourceError(f"{field} {where!r} does not resolve: {first}") from exc
     check_one_expression(df, where, field)
     return filtered
 
@@ -127,7 +127,7 @@ def evaluate(
     except PipelineSourceError:
         raise
     except Exception as exc:
-        raise _unreadable(df.sparkSession, exc, files, fmt) from None
+        raise _unreadable(df.sparkSession, exc, files, fmt) from exc
     unknown = sorted((str(c) for c in per_code if c is None or str(c) not in codes), key=str)
     if op_column and unknown:
         shown = ", ".join("NULL" if c == "None" else repr(c) for c in unknown[:5])
@@ -151,7 +151,7 @@ def materialize(df: DataFrame, files: Sequence[str] = (), fmt: str = "") -> tupl
         evaluated = evaluate_once(df)
         return evaluated, evaluated.count()
     except Exception as exc:
-        raise _unreadable(df.sparkSession, exc, files, fmt) from None
+        raise _unreadable(df.sparkSession, exc, files, fmt) from exc
 
 
 def _unreadable(spark: SparkSession, exc: Exception, files: Sequence[str], fmt: str) -> PipelineSourceError:

@@ -263,5 +263,15 @@ def create_session(
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    set_log_level(spark, "ERROR")
+    set_log_level(spark, _LOG_LEVEL[0])
     return configure(spark)
+
+
+_LOG_LEVEL = ["ERROR"]  # Spark's log level in the sessions create_session makes
+
+
+def use_log_level(level: str) -> None:
+    """Spark's (log4j) log level in the sessions ``create_session`` makes from now on: ``ERROR`` by
+    default; the command line uses ``FATAL`` so that a failed task's Java stack trace (Spark logs it at
+    ERROR) does not precede its own clean message."""
+    _LOG_LEVEL[0] = level

@@ -10,19 +10,54 @@ put-if-absent is not here: it is ``catalog.storage``'s job.
 from __future__ import annotations
 
 import contextlib
+import difflib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+import pyiceberg.io as pyiceberg_io
 from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
+from rowops.errors import UnknownStorageOptionError
 from rowops.meta.paths import normalize_path, to_uri
 
 PATH_STYLE = "s3.path-style-access"  # Iceberg Java's name; pyarrow's is the inverse below
 _VIRTUAL_ADDRESSING = "s3.force-virtual-addressing"
 SECRET_OPTIONS = frozenset({"s3.secret-access-key", "s3.session-token", "s3.access-key-id"})
+
+
+def _option_names() -> frozenset[str]:
+    """Every FileIO property name pyiceberg defines (``pyiceberg.io``'s constants), and Iceberg Java's
+    ``s3.path-style-access`` that rowops translates."""
+    names = {v for k, v in vars(pyiceberg_io).items() if k.isupper() and isinstance(v, str)}
+    return frozenset(
+        {n for n in names if "." in n and "/" not in n and not n.startswith("pyiceberg.")} | {PATH_STYLE}
+    )
+
+
+STORAGE_OPTIONS = _option_names()
+
+
+def check_storage_options(options: Mapping[str, object]) -> dict[str, str]:
+    """``options`` as strings; an unknown key raises ``UnknownStorageOptionError`` naming close matches.
+
+    >>> check_storage_options({"s3.endpoint": "http://h"})
+    {'s3.endpoint': 'http://h'}
+    >>> check_storage_options({"s3.endpont": "http://h"})
+    Traceback (most recent call last):
+    ...
+    rowops.errors.UnknownStorageOptionError: unknown storage option 's3.endpont'; did you mean 's3.endpoint'?
+    Help: ...
+    """
+    checked = {str(k): str(v) for k, v in options.items()}
+    for key in checked:
+        if key not in STORAGE_OPTIONS:
+            close = difflib.get_close_matches(key, sorted(STORAGE_OPTIONS), 1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UnknownStorageOptionError(f"unknown storage option {key!r}{hint}")
+    return checked
 
 
 def make_io(options: Mapping[str, str] | None = None) -> FileIO:
@@ -73,6 +108,13 @@ def list_files(io: FileIO, root: str) -> Iterator[StoredFile]:
             relative = info.path[len(base.rstrip("/")) :].lstrip("/")
             mtime = info.mtime.timestamp() if info.mtime is not None else 0.0
             yield StoredFile(f"{prefix}/{relative}", int(info.size or 0), mtime)
+
+
+def has_entries(io: FileIO, root: str) -> bool:
+    """Whether anything is stored below ``root`` (one listing of its top level, not recursive)."""
+    fs, base = filesystem(io, root)
+    selector = pafs.FileSelector(base.rstrip("/"), recursive=False, allow_not_found=True)
+    return bool(fs.get_file_info(selector))
 
 
 def remove_tree(io: FileIO, root: str) -> None:

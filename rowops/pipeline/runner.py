@@ -21,7 +21,13 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from rowops.catalog.batches import BatchIndex
-from rowops.errors import BatchAlreadyCommittedError, PipelineConfigError, PipelineSourceError
+from rowops.errors import (
+    BatchAlreadyCommittedError,
+    NoSuchLakeError,
+    NoSuchTableError,
+    PipelineConfigError,
+    PipelineSourceError,
+)
 from rowops.exec import changefeed
 from rowops.exec.literal_frames import sql_identifier
 from rowops.exec.session import create_session
@@ -69,9 +75,44 @@ def lake_for(
         raise PipelineConfigError(
             f"{config.path}: no lake: set [pipeline].lake, pass --lake or set ROWOPS_LAKE",
         )
-    opened = PipelineLake(location, storage_options={**config.storage_options, **(storage_options or {})})
+    options = {**config.storage_options, **(storage_options or {})}
+    try:  # never create a lake: a run needs its target tables, and a failed run must leave nothing
+        opened = PipelineLake(location, storage_options=options, create=False)
+    except NoSuchLakeError as exc:
+        raise NoSuchLakeError(f"no lake at {location}", help=_create_help(config, location)) from exc
     opened.spark_conf = dict(config.spark)
     return opened
+
+
+def _create_help(config: PipelineConfig, location: str) -> str:
+    """What to run to create the target tables a pipeline writes into (Python calls, one per target)."""
+    calls = "; ".join(
+        f"rowops.Lakehouse({location!r}).create_table({t.table!r}, df, identifier={list(t.keys)!r})"
+        for t in config.targets
+    )
+    example = (
+        " For conf/store_sales_pipeline.toml, make pipeline-demo creates db.store_sales and its change batches."
+        if any(t.table == "db.store_sales" for t in config.targets)
+        else ""
+    )
+    return (
+        "A pipeline writes into existing tables and never creates a lake or a table: create them first, in "
+        f"Python: {calls} with df a DataFrame of the table's columns.{example} Nothing was written."
+    )
+
+
+def target_tables(lake: Lakehouse, config: PipelineConfig) -> dict[str, Table]:
+    """Each target table of the pipeline; a missing one names what to run to create it."""
+    tables = {}
+    for target in config.targets:
+        try:
+            tables[target.table] = lake.table(target.table)
+        except NoSuchTableError as exc:
+            raise NoSuchTableError(
+                f"the pipeline's target table {target.table} does not exist in lake {lake.location}",
+                help=_create_help(config, lake.location),
+            ) from exc
+    return tables
 
 
 def batch_of(config: PipelineConfig, batch_id: str | None) -> str:
@@ -235,7 +276,7 @@ def run(
         if done is not None:
             tx.rollback()
             return _skipped(metrics, done, "committed before")
-        tables = {t.table: lake.table(t.table) for t in config.targets}
+        tables = target_tables(lake, config)
         metrics.debt_before = {name: _debt(t) for name, t in tables.items()}
         with metrics.phase("read"):
             progress("reading the batch")
@@ -287,11 +328,12 @@ def validate(lake: Lakehouse, config: PipelineConfig, batch_id: str | None = Non
     """Check the config, the source (schema, operation codes) and every target without writing anything."""
     batch = batch_of(config, batch_id)
     metrics = RunMetrics(config.id, batch, status="validated")
+    tables = target_tables(lake, config)
     with metrics.phase("read"):
         rows = prepare(lake, config, batch, metrics)
     try:
         for target in config.targets:
-            table = lake.table(target.table)
+            table = tables[target.table]
             if added := new_columns(rows, table, target, config):  # a run would add them
                 metrics.columns_added[target.table] = added
             target_rows(rows, table, target, config)
@@ -308,11 +350,12 @@ def explain(lake: Lakehouse, config: PipelineConfig, batch_id: str | None = None
     """The plan of each target's MERGE for this batch (nothing is written)."""
     batch = batch_of(config, batch_id)
     metrics = RunMetrics(config.id, batch)
+    tables = target_tables(lake, config)
     rows = prepare(lake, config, batch, metrics)
     plans = {}
     try:
         for target in config.targets:
-            table = lake.table(target.table)
+            table = tables[target.table]
             builder = merge_builder(table, target_rows(rows, table, target, config), target, config)
             plans[target.table] = builder.explain(target.strategy)
     finally:

@@ -19,6 +19,7 @@ TimeTravel(kind='snapshot', value='42')
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -26,10 +27,11 @@ from typing import Literal
 import sqlglot
 from pyiceberg.table.metadata import TableMetadata
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import ParseError, TokenError
 
 from rowops.errors import InvalidInputError, SqlSyntaxError, UnsupportedSqlError
 
+log = logging.getLogger(__name__)
 DIALECT = "spark"
 _FIELD = "rowops_ref_{}"
 
@@ -66,11 +68,37 @@ def parse_query(text: str) -> exp.Expr:
     try:
         statements = [s for s in sqlglot.parse(text, read=DIALECT) if s is not None]
     except ParseError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else "syntax error"
-        raise SqlSyntaxError(f"SQL does not parse: {first}") from None
+        log.debug("sqlglot cannot parse %r", text, exc_info=exc)
+        raise SqlSyntaxError(f"SQL does not parse: {syntax_problem(exc)}") from exc
+    except TokenError as exc:  # e.g. a string without its closing quote
+        log.debug("sqlglot cannot tokenize %r", text, exc_info=exc)
+        near = str(exc).removeprefix("Error tokenizing ")
+        raise SqlSyntaxError(
+            f"SQL does not parse: it cannot be read past {near} (an unterminated string, quoted name or comment?)"
+        ) from exc
     if len(statements) != 1:
         raise SqlSyntaxError(f"Expected one SQL statement, got {len(statements)}")
     return statements[0]
+
+
+def syntax_problem(exc: ParseError) -> str:
+    """Where and why SQL text does not parse, without the parser's internals (its class names).
+
+    >>> try:
+    ...     sqlglot.parse("SELECT * FROM t WHERE id = = 1", read=DIALECT)
+    ... except ParseError as exc:
+    ...     print(syntax_problem(exc))
+    unexpected or missing syntax at '=' (line 1, column 28): SELECT * FROM t WHERE id = >>=<< 1
+    """
+    if not exc.errors:
+        return str(exc).splitlines()[0] if str(exc) else "syntax error"
+    error = exc.errors[0]
+    why = str(error.get("description") or "")
+    if not why or "<class" in why or why.startswith("Required keyword"):
+        why = "unexpected or missing syntax"
+    near = str(error.get("highlight") or "")
+    context = f"{error.get('start_context', '')}>>{near}<<{error.get('end_context', '')}".strip()
+    return f"{why} at {near!r} (line {error.get('line')}, column {error.get('col')}): {context}"
 
 
 def table_name(table: exp.Expr) -> str | None:

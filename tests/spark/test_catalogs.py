@@ -194,7 +194,7 @@ def test_create_table_and_properties_through_catalog(spark, sql_catalog) -> None
     table = lake.create_table(
         "db.made", spark.createDataFrame(rows, SPARK_SCHEMA), partition_by=["bucket(2, k)"], identifier=["k"]
     )
-    assert lake.list_tables("db") == ["db.made"]
+    assert lake.list_tables("db") == ["db.made"] == lake.list_tables()  # no namespace: every table
     loaded = sql_catalog.load_table("db.made")
     assert loaded.schema().identifier_field_names() == {"k"} and len(loaded.spec().fields) == 1
     assert sorted(tuple(r.values()) for r in loaded.scan().to_arrow().to_pylist()) == rows

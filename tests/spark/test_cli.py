@@ -126,8 +126,13 @@ def test_bad_input_exit_codes_in_processes(tmp_path: Path) -> None:
     error = json.loads(bad.stdout)
     assert error["error"] == "PipelineConfigError" and "unknown key [pipeline].batch" in error["message"]
     assert error["exit_code"] == EXIT_BAD_INPUT
+    nothing = rowops_cli("describe", "db.nope", lake=tmp_path / "lake")
+    assert nothing.returncode == EXIT_BAD_INPUT and "no lake at" in nothing.stderr
+    assert not (tmp_path / "lake").exists()  # never created by a read-only command
+    (tmp_path / "lake").mkdir()
     missing = rowops_cli("describe", "db.nope", lake=tmp_path / "lake")
     assert missing.returncode == EXIT_BAD_INPUT and "db.nope" in missing.stderr
+    assert f"Help: List the lake's tables with: rowops --lake {tmp_path / 'lake'} tables" in missing.stderr
     usage = rowops_cli("expire-snapshots", "db.t", "--older-than", "soon", lake=tmp_path / "lake")
     assert usage.returncode == 2 and "not a duration" in usage.stderr
     nolake = rowops_cli("tables")

@@ -21,7 +21,12 @@ from rowops.catalog.log import LakeLog
 from rowops.catalog.object_store import PROBE_PREFIX, S3Storage, check_put_if_absent
 from rowops.catalog.storage import AlreadyExists
 from rowops.catalog.trie import TableEntry
-from rowops.errors import CommitStateUnknownError, PutIfAbsentUnsupportedError, StorageAccessError
+from rowops.errors import (
+    CommitStateUnknownError,
+    NoSuchLakeError,
+    PutIfAbsentUnsupportedError,
+    StorageAccessError,
+)
 from rowops.meta.fileio import make_io
 from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, LAYOUTS, Oracle, frame, make_row
@@ -185,3 +190,13 @@ def test_missing_bucket_or_bad_credentials_are_clear_errors(s3, spark) -> None: 
     with pytest.raises(StorageAccessError, match="cannot be reached") as caught:
         rowops.Lakehouse(f"s3://{s3.new_bucket()}/lake", spark=spark, storage_options=wrong)
     assert s3.options["s3.secret-access-key"] not in str(caught.value)
+
+
+def test_a_missing_s3_lake_is_not_opened_without_create(s3, s3_lake) -> None:  # type: ignore[no-untyped-def]
+    """``create=False`` (every ``rowops`` command but ``init``): a prefix holding nothing is no lake."""
+    bucket = s3_lake.location.split("/")[2]
+    with pytest.raises(NoSuchLakeError, match="no lake at s3://"):
+        rowops.Lakehouse(f"s3://{bucket}/typo", spark=s3_lake.spark, storage_options=s3.options, create=False)
+    s3_lake.create_table("db.t", frame(s3_lake.spark, [make_row(1)]))
+    opened = rowops.Lakehouse(s3_lake.location, spark=s3_lake.spark, storage_options=s3.options, create=False)
+    assert opened.list_tables() == ["db.t"]
