@@ -189,11 +189,14 @@ class JavaIcebergReader:
         snapshot_id: int | None = None,
         options: dict[str, str] | None = None,
         ref: tuple[str, str] | None = None,
+        read_options: dict[str, str] | None = None,
     ) -> pa.Table:
         """Read a table (optionally at ``snapshot_id``) through ``spark.read.format("iceberg")``.
 
         ``options``: pyiceberg FileIO properties of an S3 lake (endpoint, credentials).
         ``ref``: ``("branch", name)`` or ``("tag", name)``, Iceberg's read options for snapshot refs.
+        ``read_options``: more Iceberg read options, e.g. ``start-snapshot-id`` / ``end-snapshot-id``
+        (an incremental append scan, what streaming and CDC consumers read).
         The names of the columns Iceberg reports NOT NULL (required) are kept in ``last_required``.
         """
         with self._lock:
@@ -206,6 +209,8 @@ class JavaIcebergReader:
                 request["snapshot_id"] = int(snapshot_id)
             if ref is not None:
                 request["ref"] = list(ref)
+            if read_options:
+                request["read_options"] = {k: str(v) for k, v in read_options.items()}
             if options and "s3.endpoint" in options:
                 request["hadoop"] = hadoop_s3_conf(options)
             reply = self._request(request, self._read_timeout)
@@ -329,6 +334,8 @@ def _serve(reply_fd: int, jars: list[str], driver_memory: str) -> None:
                 reader = reader.option("snapshot-id", str(request["snapshot_id"]))
             if request.get("ref") is not None:
                 reader = reader.option(request["ref"][0], request["ref"][1])
+            for key, value in request.get("read_options", {}).items():
+                reader = reader.option(key, value)
             df = reader.load(request["metadata_location"])
             batches = df._collect_as_arrow()
             table = pa.Table.from_batches(batches) if batches else _empty_table(df.schema)
