@@ -37,6 +37,7 @@ def frame(spark: SparkSession, rows: Rows) -> Any:
 
 def cold(lake: rowops.Lakehouse) -> rowops.Lakehouse:
     """A fresh handle with no cached manifest: what another process would see."""
+    CACHE.clear()
     return rowops.Lakehouse(lake.root, spark=lake.spark)
 
 
