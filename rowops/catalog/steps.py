@@ -16,12 +16,12 @@ from pyiceberg.io import FileIO
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import RemoveSnapshotsUpdate, SetPropertiesUpdate, update_table_metadata
 
-from rowops.commit.refs import RefChange, files_at_head
+from rowops.commit.refs import RefChange, files_at_head, head
 from rowops.commit.row_delta import Conflict, RowDelta, apply, find_conflict, main_branch_update
 from rowops.commit.write_set import find_write_conflict
 from rowops.errors import ConflictKind
 from rowops.meta.evolution import SchemaChange
-from rowops.meta.files import TableFiles
+from rowops.meta.files import TableFiles, live_files
 
 
 class StepConflict(Exception):
@@ -69,7 +69,11 @@ class DeltaStep:
     def replay(
         self, metadata: TableMetadata, location: str | None, how: Replay
     ) -> tuple[TableMetadata, list[str]]:
-        current = files_at_head(metadata, how.io, self.delta.branch, self.base_files)
+        if location is None:  # after an earlier step of this replay: its snapshot has that step's
+            # original id, so comparing ids cannot tell the replayed state from the one planned on
+            current = live_files(metadata, how.io, head(metadata, self.delta.branch))
+        else:
+            current = files_at_head(metadata, how.io, self.delta.branch, self.base_files)
         delta = replace(self.delta, serializable=how.serializable)
         conflict = find_conflict(delta, self.base_files, current, metadata)
         if conflict is None:
@@ -166,39 +170,44 @@ def replay_all(
     return metadata
 
 
-def squash(metadata: TableMetadata, ours: set[int], io: FileIO) -> tuple[TableMetadata, list[str]]:
-    """Keep only the last of the snapshots ``ours`` a transaction made on each branch, before publishing.
+def publishable(
+    metadata: TableMetadata, ours: set[int], io: FileIO, log_start: int
+) -> tuple[TableMetadata, list[str]]:
+    """The working state of a table as the transaction publishes it: every statement's snapshot, in order.
 
-    Every step adds a snapshot to the working copy; published as is, a stock Iceberg reader could
-    time-travel to a state between two steps (an intermediate read, Hermitage G1b). The head of each
-    branch the transaction wrote keeps its sequence number and manifests (files keep theirs; nothing is
-    rewritten) and becomes a child of the snapshot that branch had when the transaction started.
+    Each statement that wrote added a snapshot, a child of the one before, with its own sequence number
+    (an equality delete of statement 2 applies to rows statement 1 wrote: strictly lower sequence
+    number). They are all published, in the transaction's one lake version, as Iceberg's own
+    multi-statement transactions do: every manifest and entry names a snapshot that exists, incremental
+    readers (``start-snapshot-id``/``end-snapshot-id``) see every statement, and each summary is that
+    statement's. The snapshot log, which time travel by timestamp reads, keeps of the entries this
+    transaction added (those from ``log_start`` on) only the last: no state between two statements was
+    ever a table's current state. Snapshots of ``ours`` no ref reaches any more (a statement the
+    transaction itself rolled back) are dropped.
 
     Returns:
         The metadata to publish and the metadata files only the dropped snapshots referenced (their
-        manifest lists and the manifests they added that no kept snapshot lists). Data and delete files a
-        later step of the same transaction replaced stay for ``lake.cleanup()``.
+        manifest lists and manifests no kept snapshot lists), to remove once the commit landed.
     """
-    heads = {ref.snapshot_id for ref in metadata.refs.values() if ref.snapshot_id in ours}
-    if metadata.current_snapshot_id in ours:
-        heads.add(metadata.current_snapshot_id)
-    dropped = [s for s in metadata.snapshots if s.snapshot_id in ours and s.snapshot_id not in heads]
+    log = list(metadata.snapshot_log)
+    if len(log) - log_start > 1:
+        log = log[:log_start] + log[-1:]
+        metadata = metadata.model_copy(update={"snapshot_log": log})
+    by_id = {s.snapshot_id: s for s in metadata.snapshots}
+    reached: set[int] = set()
+    tips = [ref.snapshot_id for ref in metadata.refs.values()]
+    if metadata.current_snapshot_id is not None:
+        tips.append(metadata.current_snapshot_id)
+    for tip in tips:
+        at: int | None = tip
+        while at is not None and at in by_id and at not in reached:
+            reached.add(at)
+            at = by_id[at].parent_snapshot_id
+    dropped = [s for s in metadata.snapshots if s.snapshot_id in ours and s.snapshot_id not in reached]
     if not dropped:
         return metadata, []
-    by_id = {s.snapshot_id: s for s in metadata.snapshots}
-    parents = {}
-    for kept in heads:
-        parent = by_id[kept].parent_snapshot_id if kept in by_id else None
-        while parent in ours and parent in by_id:
-            parent = by_id[parent].parent_snapshot_id
-        parents[kept] = parent
-    ids = [s.snapshot_id for s in dropped]
-    metadata = update_table_metadata(metadata, (RemoveSnapshotsUpdate(snapshot_ids=ids),))
-    snapshots = [
-        s.model_copy(update={"parent_snapshot_id": parents[s.snapshot_id]}) if s.snapshot_id in parents else s
-        for s in metadata.snapshots
-    ]
-    listed = {m.manifest_path for h in heads if h in by_id for m in by_id[h].manifests(io)}
+    kept = [s for s in metadata.snapshots if s.snapshot_id in ours and s.snapshot_id in reached]
+    listed = {m.manifest_path for s in kept for m in s.manifests(io)}
     garbage = [s.manifest_list for s in dropped]
     for snapshot in dropped:
         garbage += [
@@ -208,4 +217,15 @@ def squash(metadata: TableMetadata, ours: set[int], io: FileIO) -> tuple[TableMe
             and m.manifest_path not in listed
             and m.manifest_path not in garbage
         ]
-    return metadata.model_copy(update={"snapshots": snapshots}), garbage
+    ids = [s.snapshot_id for s in dropped]
+    return update_table_metadata(metadata, (RemoveSnapshotsUpdate(snapshot_ids=ids),)), garbage
+
+
+def referenced(metadata: TableMetadata, ours: set[int], io: FileIO) -> set[str]:
+    """The manifest lists and manifests the snapshots ``ours`` in ``metadata`` list."""
+    found: set[str] = set()
+    for snapshot in metadata.snapshots:
+        if snapshot.snapshot_id in ours:
+            found.add(snapshot.manifest_list)
+            found.update(m.manifest_path for m in snapshot.manifests(io))
+    return found

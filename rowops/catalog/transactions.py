@@ -39,8 +39,9 @@ from rowops.catalog.steps import (
     SnapshotStep,
     Step,
     StepConflict,
+    publishable,
+    referenced,
     replay_all,
-    squash,
 )
 from rowops.catalog.storage import sync_files
 from rowops.catalog.tables import (
@@ -82,6 +83,8 @@ class TableWork:
         files: metadata files written for the working state (manifests, manifest lists, metadata.json).
         prepared_on: the published metadata the current attempt was built on.
         location: the metadata.json of the current attempt.
+        log_start: entries of ``metadata.snapshot_log`` from before this transaction's steps.
+        listeners: the staging areas of this table's writes (their data and delete files).
     """
 
     name: str
@@ -94,6 +97,8 @@ class TableWork:
     prepared_on: str | None = None
     location: str | None = None
     created_counts: dict[str, int | None] = field(default_factory=dict)  # of the create's first snapshot
+    log_start: int = 0
+    listeners: list[CommitListener] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -177,6 +182,7 @@ class LakeTransaction:
         snapshot_id = snapshot_id or new_snapshot_id()
         if listener is not None:
             self.listeners.append(listener)
+            work.listeners.append(listener)
         # durable before any version can reference them (a power loss keeps no page cache)
         sync_files(f.file_path for f in (*delta.added_data, *delta.added_deletes))
         at = work.pinned.metadata_location if work.pinned and not work.steps else None
@@ -215,24 +221,33 @@ class LakeTransaction:
                 f"Table {ident} was dropped by this transaction; it cannot be created again in it",
                 help="Commit the drop first, then create the table in a new transaction.",
             )
+        work = TableWork(str(ident), None, metadata, files=list(files), created=True)
         if listener is not None:
             self.listeners.append(listener)
-        counts = created_counts(metadata)
-        self.work[str(ident)] = TableWork(
-            str(ident), None, metadata, files=list(files), created=True, created_counts=counts
-        )
+            work.listeners.append(listener)
+        work.created_counts = created_counts(metadata)
+        self.work[str(ident)] = work
 
     def drop(self, ident: TableIdentifier) -> None:
-        """Drop a table in this transaction (its files stay for lake time travel)."""
+        """Drop a table in this transaction (its committed files stay for lake time travel).
+
+        What this transaction staged for the table (data and delete files, manifests) was never
+        referenced by a lake version and never will be: it is removed now.
+        """
         self._check_open()
         if not self.table_exists(ident):
             raise NoSuchTableError(f"Table {ident} does not exist in lakehouse {self.catalog.root}")
         work = self._work(ident)
         if work.created:
             del self.work[str(ident)]
-            self._garbage += work.files
         else:
             work.dropped = True
+        remove_quietly(self.catalog.io, work.files)
+        work.files = []
+        for listener in work.listeners:
+            self.listeners.remove(listener)
+            _discard(listener)
+        work.listeners = []
 
     # -- ending ----------------------------------------------------------------------------------
     def commit(self) -> LakeVersion | None:
@@ -280,7 +295,8 @@ class LakeTransaction:
         name = str(ident)
         if name not in self.work:
             loaded = self.catalog.load(ident, self.pinned)
-            self.work[name] = TableWork(name, self.pinned.get(name), loaded.metadata)
+            log_start = len(loaded.metadata.snapshot_log)
+            self.work[name] = TableWork(name, self.pinned.get(name), loaded.metadata, log_start=log_start)
         work = self.work[name]
         if work.dropped:
             raise NoSuchTableError(f"Table {ident} was dropped by this transaction")
@@ -362,14 +378,23 @@ class LakeTransaction:
         old = set(work.files)
         attempts.current = [f for f in attempts.current if f not in old] + written
         work.files, work.metadata, work.location = written, metadata, None
+        work.log_start = len(current.snapshot_log)
 
     def _write_metadata(self, work: TableWork, attempts: Attempts) -> str:
-        work.metadata, dropped = squash(work.metadata, self._snapshots_made(work), self.catalog.io)
-        if dropped:  # the intermediate snapshots' files: referenced by nothing published
+        ours = self._snapshots_made(work)
+        work.metadata, dropped = publishable(work.metadata, ours, self.catalog.io, work.log_start)
+        if dropped:  # snapshots no ref reaches: referenced by nothing published
             gone = set(dropped)
             work.files = [f for f in work.files if f not in gone]
             attempts.current = [f for f in attempts.current if f not in gone]
             attempts.garbage += dropped
+        # never remove what this attempt references, whatever an earlier attempt left as garbage
+        listed = referenced(work.metadata, ours, self.catalog.io)
+        kept = [f for f in attempts.garbage if f in listed]
+        if kept:
+            attempts.garbage = [f for f in attempts.garbage if f not in listed]
+            work.files += kept
+            attempts.current += kept
         location = attempts.stage(self.catalog.metadata_path(work.metadata))
         work.files.append(location)
         self.catalog.write_metadata(work.metadata, location)
@@ -466,9 +491,14 @@ class LakeTransaction:
 
     def _discard_staged(self) -> None:
         for listener in self.listeners:
-            discard = getattr(listener, "discard", None)
-            if discard is not None:
-                discard()
+            _discard(listener)
+
+
+def _discard(listener: CommitListener) -> None:
+    """Remove a staging area's files unless a commit attempt may reference them."""
+    discard = getattr(listener, "discard", None)
+    if discard is not None:
+        discard()
 
 
 def _operation(step: Step) -> str:

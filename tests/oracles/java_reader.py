@@ -190,6 +190,7 @@ class JavaIcebergReader:
         options: dict[str, str] | None = None,
         ref: tuple[str, str] | None = None,
         columns: Sequence[str] | None = None,
+        read_options: dict[str, str] | None = None,
     ) -> pa.Table:
         """Read a table (optionally at ``snapshot_id``) through ``spark.read.format("iceberg")``.
 
@@ -197,6 +198,8 @@ class JavaIcebergReader:
         ``ref``: ``("branch", name)`` or ``("tag", name)``, Iceberg's read options for snapshot refs.
         ``columns``: the columns to select, metadata columns included (v3 row lineage: ``_row_id``,
         ``_last_updated_sequence_number``); default: the table's columns.
+        ``read_options``: more Iceberg read options, e.g. ``start-snapshot-id`` / ``end-snapshot-id``
+        (an incremental append scan, what streaming and CDC consumers read).
         The names of the columns Iceberg reports NOT NULL (required) are kept in ``last_required``.
         """
         with self._lock:
@@ -211,6 +214,8 @@ class JavaIcebergReader:
                 request["ref"] = list(ref)
             if columns is not None:
                 request["columns"] = list(columns)
+            if read_options:
+                request["read_options"] = {k: str(v) for k, v in read_options.items()}
             if options and "s3.endpoint" in options:
                 request["hadoop"] = hadoop_s3_conf(options)
             reply = self._request(request, self._read_timeout)
@@ -334,6 +339,8 @@ def _serve(reply_fd: int, jars: list[str], driver_memory: str) -> None:
                 reader = reader.option("snapshot-id", str(request["snapshot_id"]))
             if request.get("ref") is not None:
                 reader = reader.option(request["ref"][0], request["ref"][1])
+            for key, value in request.get("read_options", {}).items():
+                reader = reader.option(key, value)
             df = reader.load(request["metadata_location"])
             if request.get("columns") is not None:
                 df = df.select(*request["columns"])

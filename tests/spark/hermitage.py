@@ -14,6 +14,7 @@ really are position deletes (rowops drops a data file instead when all its rows 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -85,16 +86,23 @@ class Hermit:
         assert ids == [t.tx.id for t in committed]
 
     def assert_snapshots(self, row: str, states: list[dict[str, int]]) -> None:
-        """The table of ``row`` has exactly one snapshot per committed state, ``states`` oldest
-        first, each a child of the one before, and every reader sees each state by time travel."""
+        """The history of the table of ``row`` (its snapshot log, what time travel by timestamp reads)
+        has exactly one entry per committed state, ``states`` oldest first, each a descendant of the
+        one before, and every reader sees each state by time travel. (A transaction publishes each
+        statement's snapshot, as Iceberg does, for incremental readers; only the last was ever the
+        table's current state.)"""
         table = self.lake.table(self.table(row))
-        snapshots = table.snapshots()
-        assert len(snapshots) == len(states), snapshots
-        assert [s["parent_id"] for s in snapshots[1:]] == [s["snapshot_id"] for s in snapshots[:-1]]
-        for snapshot, state in zip(snapshots, states, strict=True):
+        metadata = table.metadata
+        history = [e.snapshot_id for e in metadata.snapshot_log]
+        assert len(history) == len(states), history
+        parents = {s.snapshot_id: s.parent_snapshot_id for s in metadata.snapshots}
+        for older, newer in itertools.pairwise(history):
+            at: int | None = newer
+            while at is not None and at != older:
+                at = parents.get(at)
+            assert at == older, f"snapshot {older} is not an ancestor of {newer}"
+        for snapshot_id, state in zip(history, states, strict=True):
             rows = sorted((IDS[r], v) for r, v in (FILLERS | state).items() if self.place[r] == table.name)
-            snapshot_id = snapshot["snapshot_id"]
-            assert isinstance(snapshot_id, int)
             assert_readers_agree(table, rows, ["id", "value"], self.java, snapshot_id)
 
 

@@ -203,7 +203,8 @@ def test_concurrent_writes_on_the_same_branch_conflict(lake) -> None:  # type: i
 
 
 def test_transaction_writes_to_a_branch(lake) -> None:  # type: ignore[no-untyped-def]
-    """Two statements on a branch inside a transaction publish one snapshot on the branch; main stays."""
+    """Three statements on a branch inside a transaction publish their three snapshots, a chain on the
+    branch (as Iceberg's transactions do: incremental readers see each); main stays."""
     table, rows = _table(lake)
     table.create_branch("audit")
     main_before = table.current_snapshot_id
@@ -215,7 +216,11 @@ def test_transaction_writes_to_a_branch(lake) -> None:  # type: ignore[no-untype
     assert table.current_snapshot_id == main_before
     head = table.refs()["audit"]["snapshot_id"]
     snapshots = {s["snapshot_id"]: s for s in table.snapshots()}
-    assert set(snapshots) == {main_before, head} and snapshots[head]["parent_id"] == main_before
+    chain, at = [], head
+    while at != main_before:
+        chain.append(at)
+        at = snapshots[at]["parent_id"]
+    assert len(chain) == 3 and set(snapshots) == {main_before, *chain}
     got = sorted(r[0] for r in table.to_df(ref="audit").collect())
     assert got == sorted([*range(N), 100, 101])
     assert_same_rows(rows, df_rows(table.to_df()), COLUMNS, "main")
