@@ -14,6 +14,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any, TypeVar
 
@@ -400,6 +401,26 @@ def rewrite_manifests(
 ) -> None:
     """Merge the table's small manifests into target-size ones (metadata only; rows unchanged)."""
     _maintain(ctx, table, lambda t: t.rewrite_manifests())
+
+
+@app.command("verify")
+def verify(ctx: typer.Context) -> None:
+    """Check every lake version, ref and snapshot: metadata, files, sizes, sequence numbers, row counts.
+    Exit 0 when clean, 1 with the problems listed."""
+
+    def action(state: Context) -> None:
+        result = state.lake().verify()
+        document = {
+            "ok": result.ok,
+            "versions": result.versions,
+            "problems": [asdict(p) for p in result.problems],
+            "refused": [list(r) for r in result.refused],
+        }
+        state.emit(document, result.lines)
+        if not result.ok:
+            raise typer.Exit(EXIT_FAILURE)
+
+    _guarded(ctx, action)
 
 
 def main() -> None:
