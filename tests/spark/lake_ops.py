@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hypothesis import strategies as st
+
 import rowops
 from rowops.meta.manifests import CACHE
 from tests.spark import lake_model as m
@@ -75,6 +77,22 @@ class Op:
 
     def __str__(self) -> str:
         return f"{self.kind}{list(self.keys)}={self.value}/{self.strategy}"
+
+
+# -- Hypothesis strategies of statements ------------------------------------------------------------
+keys = st.lists(st.sampled_from(list(m.KEYS)), min_size=1, max_size=3, unique=True).map(
+    lambda ks: tuple(sorted(ks))
+)
+values = st.integers(0, 99)
+by_key = st.sampled_from([COW, POS, EQ])
+scanning = st.sampled_from([COW, POS])
+ops = st.one_of(
+    st.builds(Op, st.just("upsert"), keys, values, by_key),
+    st.builds(Op, st.just("delete-keys"), keys, values, by_key),
+    st.builds(Op, st.just("update"), keys, values, scanning),
+    st.builds(Op, st.just("delete-where"), keys, values, scanning),
+    st.builds(Op, st.just("append"), keys, values, st.just(COW)),
+)
 
 
 @contextmanager
