@@ -90,6 +90,7 @@ test-spark4: install install4
 test-connect: install install4 install-connect
 	$(CONNECT_ENV) $(PYC) -m pytest -q -p no:cacheprovider -rs -m connect tests/connect
 
+# the long suites: property tests, the stateful lake model of issue 42 (3 seeds x 200 steps), stress
 test-slow: install
 	$(PY) -m pytest -q -m slow
 

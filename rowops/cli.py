@@ -513,6 +513,26 @@ def rewrite_manifests(
     _maintain(ctx, table, lambda t: t.rewrite_manifests())
 
 
+@app.command("verify")
+def verify(ctx: typer.Context) -> None:
+    """Check every lake version, ref and snapshot: metadata, files, sizes, sequence numbers, row counts.
+    Exit 0 when clean, 1 with the problems listed."""
+
+    def action(state: Context) -> None:
+        result = state.lake().verify()
+        document = {
+            "ok": result.ok,
+            "versions": result.versions,
+            "problems": [asdict(p) for p in result.problems],
+            "refused": [list(r) for r in result.refused],
+        }
+        state.emit(document, result.lines)
+        if not result.ok:
+            raise typer.Exit(EXIT_FAILURE)
+
+    _guarded(ctx, action)
+
+
 def main() -> None:
     """The console script."""
     app()

@@ -28,6 +28,7 @@ from rowops.catalog.retention import check_not_expired
 from rowops.catalog.storage import Storage, sync_files
 from rowops.catalog.tables import TableCatalog, new_snapshot_id
 from rowops.catalog.transactions import DEFAULT_ISOLATION, LakeTransaction
+from rowops.catalog.verify import VerifyResult, verify
 from rowops.catalog.views import PinnedView
 from rowops.catalog_lakehouse import CatalogLakehouse
 from rowops.commit.row_delta import apply
@@ -271,6 +272,13 @@ class Lakehouse:
             if metadata.properties.get("gc.enabled", "true").strip().lower() == "false":
                 found.add(normalize_path(metadata.location).rstrip("/"))
         return found
+
+    def verify(self) -> VerifyResult:
+        """Check every lake version, ref and snapshot still offered: metadata parses, files exist with
+        their recorded sizes, sequence numbers and row counts agree, no ref names a missing snapshot
+        (``catalog/verify.py``). Reads only; ``result.ok`` when nothing is wrong, else ``result.problems``.
+        States whose snapshot was expired are listed in ``result.refused``, not as problems."""
+        return verify(self.catalog.log, self.catalog.io)
 
     def committed(self, version: int) -> None:
         """Called after each commit of this lakehouse: every ``cleanup_every`` versions, starts
