@@ -365,11 +365,14 @@ class LakeMachine(RuleBasedStateMachine):
         lambda self: not ("expire-after-lake-rollback" in KNOWN_DEFECTS and self.model.lake_rollbacks)
     )
     @live
-    @rule(name=st.sampled_from(TABLES), retain=st.integers(1, 3), any_age=st.booleans())
-    def expire(self, name: str, retain: int, any_age: bool) -> None:
+    @rule(name=st.sampled_from(TABLES), retain=st.integers(1, 3), default_age=st.booleans())
+    def expire(self, name: str, retain: int, default_age: bool) -> None:
+        """``default_age``: the table's ``history.expire.max-snapshot-age-ms`` (5 days) keeps every
+        snapshot of this run; else any age expires."""
         before = {s.snapshot_id for s in self.table(name).metadata.snapshots}
-        self.table(name).expire_snapshots(None if any_age else timedelta(0), retain_last=retain)
+        self.table(name).expire_snapshots(None if default_age else timedelta(0), retain_last=retain)
         after = {s.snapshot_id for s in cold(self.root, self.spark).table(name).metadata.snapshots}
+        assert not default_age or after == before, "the default age expired young snapshots"
         self.model.expire(name, before, after)
         self.observe()
         self.reset_window(name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -33,7 +34,9 @@ def _lake_with_history(lake: rowops.Lakehouse) -> rowops.Table:
 
 def test_a_clean_lake_verifies_clean(lake: rowops.Lakehouse) -> None:
     table = _lake_with_history(lake)
-    table.expire_snapshots(retain_last=1)  # older versions now name expired states: refused, not broken
+    table.expire_snapshots(
+        timedelta(0), retain_last=1
+    )  # older versions now name expired states: refused, not broken
     result = rowops.Lakehouse(lake.root, spark=lake.spark).verify()
     assert result.ok, result.lines()
     assert result.versions == lake.version and result.snapshots >= 4
