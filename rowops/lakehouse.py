@@ -44,6 +44,7 @@ from rowops.exec.session import configure, create_session
 from rowops.exec.types import to_iceberg_schema
 from rowops.exec.validation import require_dataframe
 from rowops.exec.write import staging
+from rowops.maintenance.expiry import gc_enabled
 from rowops.meta.defaults import with_write_defaults
 from rowops.meta.fileio import check_storage_options, has_entries, make_io, s3a_conf
 from rowops.meta.files import TableFiles
@@ -269,7 +270,7 @@ class Lakehouse:
         found = set()
         for _, entry in self.catalog.log.latest().items():
             metadata = self.catalog.read_metadata(entry.metadata_location)
-            if metadata.properties.get("gc.enabled", "true").strip().lower() == "false":
+            if not gc_enabled(metadata):
                 found.add(normalize_path(metadata.location).rstrip("/"))
         return found
 

@@ -257,13 +257,7 @@ class LakeLog:
         return self._entries_below(version.root, seen_nodes)
 
     def _entries_below(self, node: Node, seen_nodes: set[str]) -> Iterator[TableEntry]:
-        if isinstance(node, trie.Leaf):
-            yield from node.entries.values()
-            return
-        for child in node.children.values():
-            if child.node not in seen_nodes:
-                seen_nodes.add(child.node)
-                yield from self._entries_below(self._load_node(child.node), seen_nodes)
+        return (entry for _, entry in self._pairs_below(node, seen_nodes))
 
     # -- writing ---------------------------------------------------------------------------------
     def commit(

@@ -86,10 +86,16 @@ def expiry_defaults(
     return before_ms, retain_last
 
 
+def gc_enabled(metadata: TableMetadata) -> bool:
+    """Iceberg's ``gc.enabled`` (default true): false means the table's files may be shared with
+    another table, so nothing of them may be deleted."""
+    return metadata.properties.get("gc.enabled", "true").strip().lower() != "false"
+
+
 def check_gc_enabled(metadata: TableMetadata, operation: str, name: str) -> None:
     """Refuse to delete files of a table whose ``gc.enabled`` is false (Iceberg: "deleting files may
     corrupt other tables")."""
-    if metadata.properties.get("gc.enabled", "true").strip().lower() == "false":
+    if not gc_enabled(metadata):
         raise GcDisabledError(
             f"{operation} refused on table {name}: its property gc.enabled is false (its files may be "
             "shared with another table, so rowops deletes none of them)"

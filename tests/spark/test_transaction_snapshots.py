@@ -113,6 +113,12 @@ def test_incremental_read_returns_every_statement_of_a_transaction(
     assert [s["added-records"] for s in summaries[1:]] == ["1", "1"]
 
 
+def _delete_keys(tx: Any, lake: rowops.Lakehouse, keys: list[int], strategy: str) -> None:
+    """A MERGE in ``tx`` deleting the rows of ``keys`` from ``db.t`` with ``strategy``."""
+    source = frame(lake.spark, dict.fromkeys(keys, 0))
+    tx.merge(source, "db.t", on=["k"], when_matched="delete", when_not_matched=None, strategy=strategy)
+
+
 def test_equality_delete_of_a_key_inserted_earlier_in_the_transaction(
     lake: rowops.Lakehouse, table: rowops.Table, java: Any
 ) -> None:
@@ -120,14 +126,7 @@ def test_equality_delete_of_a_key_inserted_earlier_in_the_transaction(
     start = table.current_snapshot_id
     with lake.transaction() as tx:
         tx.append("db.t", frame(lake.spark, {10: 1, 12: 3}))
-        tx.merge(
-            frame(lake.spark, {10: 0, 2: 0}),
-            "db.t",
-            on=["k"],
-            when_matched="delete",
-            when_not_matched=None,
-            strategy="equality-delete",
-        )
+        _delete_keys(tx, lake, [10, 2], "equality-delete")
         tx.append("db.t", frame(lake.spark, {11: 2}))
     head = assert_cold(lake, "db.t", {1: 0, 3: 0, 4: 0, 11: 2, 12: 3}, java)
     # an incremental append scan reads the appending snapshots' new files (deletes are not applied)
@@ -141,14 +140,7 @@ def test_every_statement_of_a_transaction_in_each_encoding(
     with lake.transaction() as tx:
         tx.append("db.t", frame(lake.spark, {10: 1}))
         tx.merge(frame(lake.spark, {1: 5, 10: 6}), "db.t", on=["k"], strategy=strategy)  # both exist
-        tx.merge(
-            frame(lake.spark, {2: 0, 10: 0}),
-            "db.t",
-            on=["k"],
-            when_matched="delete",
-            when_not_matched=None,
-            strategy=strategy,
-        )
+        _delete_keys(tx, lake, [2, 10], strategy)
         tx.append("db.t", frame(lake.spark, {11: 2}))
     head = assert_cold(lake, "db.t", {1: 5, 3: 0, 4: 0, 11: 2}, java)
     assert_incremental(java, head, start, {10: 1, 11: 2})
