@@ -75,6 +75,17 @@ class LakeAt:
     def __repr__(self) -> str:
         return f"LakeAt({self.lake.location!r}, version={self.version})"
 
+    def __enter__(self) -> LakeAt:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Let expiries remove what this view reads (done too when it is garbage-collected): while it
+        is open, ``expire_snapshots`` in any process keeps the snapshots of this lake version."""
+        self._view.close()
+
     @property
     def version(self) -> int:
         return self.lake_version.version

@@ -33,6 +33,7 @@ from pyiceberg.table.snapshots import Snapshot
 
 from rowops.catalog.cleanup import CleanupResult, lake_references, remove_orphans
 from rowops.catalog.expired import check_offered, offered_snapshots
+from rowops.catalog.leases import leased_snapshots, live_leases, sweep
 from rowops.catalog.log import TableEntry
 from rowops.catalog.tables import LoadedTable, TableCatalog
 from rowops.errors import ForeignFilesError, SnapshotExpiredError
@@ -106,16 +107,22 @@ def expire(
     name = str(base.identifier)
     choice = _Choice([], [], [], {})
 
+    leases = live_leases(catalog.log)
+
     def pick(metadata: TableMetadata) -> tuple[list[str], list[int]]:
+        nonlocal leases
         check_gc_enabled(metadata, "expire_snapshots", name)
         now = choose(metadata)
+        leases = live_leases(catalog.log)
+        read = leased_snapshots(catalog.log, catalog.read_metadata, name, str(metadata.table_uuid), leases)
         refs = [r for r in chosen.refs if r in now.refs]
-        ids = [i for i in chosen.snapshots if i in now.snapshots]
+        ids = [i for i in chosen.snapshots if i in now.snapshots and i not in read]  # leases keep theirs
         doomed, sizes = _doomed(catalog, metadata, name, set(ids))
         choice.refs, choice.snapshots, choice.doomed, choice.sizes = refs, ids, doomed, sizes
         return refs, ids
 
     committed, removed = catalog.remove_snapshots(base, pick)
+    sweep(catalog.log, leases)
     sizes = [_size(catalog.io, p, choice.sizes[p]) for p in choice.doomed]
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(lambda p: _delete(catalog.io, p), choice.doomed))

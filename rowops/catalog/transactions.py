@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,7 @@ from pyiceberg.table.metadata import TableMetadata
 from rowops import faults
 from rowops.catalog.batches import same_batch_between
 from rowops.catalog.history import commit_counts, created_counts
+from rowops.catalog.leases import Holder
 from rowops.catalog.log import LakeVersion, TableEntry
 from rowops.catalog.steps import (
     DeltaStep,
@@ -144,11 +146,14 @@ class LakeTransaction:
             None  # a pipeline batch committed exactly once (catalog/batches.py)
         )
         self._batch_checked = self.pinned.version
+        self.lease = Holder(catalog.log, self.pinned.version)  # keeps what it reads from other expiries
+        weakref.finalize(self, self.lease.release)
 
     # -- reading ---------------------------------------------------------------------------------
     def load(self, ident: TableIdentifier) -> LoadedTable:
         """The table as this transaction sees it: the pinned version plus its own writes."""
         self._check_open()
+        self.lease.touch()
         work = self.work.get(str(ident))
         if work is None:
             return self.catalog.load(ident, self.pinned)
@@ -252,6 +257,12 @@ class LakeTransaction:
     # -- ending ----------------------------------------------------------------------------------
     def commit(self) -> LakeVersion | None:
         """Publish every change as one lake version; None when the transaction changed nothing."""
+        try:
+            return self._publish()
+        finally:
+            self.lease.release()
+
+    def _publish(self) -> LakeVersion | None:
         self._check_open()
         self.state = "committing"
         changed = [w for w in self.work.values() if w.changed]
@@ -276,6 +287,7 @@ class LakeTransaction:
 
     def rollback(self) -> None:
         """Discard everything this transaction wrote; nothing was published."""
+        self.lease.release()
         if self.state != "open":
             return
         self.state = "rolled back"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import weakref
+
 from rowops.catalog.expired import check_offered
+from rowops.catalog.leases import Holder
 from rowops.catalog.log import LakeVersion
 from rowops.catalog.tables import CommitListener, LoadedTable, TableCatalog
 from rowops.commit.refs import RefChange
@@ -19,10 +22,17 @@ class PinnedView:
     def __init__(self, catalog: TableCatalog, version: LakeVersion) -> None:
         self.catalog = catalog
         self.version = version
+        self.lease = Holder(catalog.log, version.version)  # keeps what it reads from other expiries
+        weakref.finalize(self, self.lease.release)
+
+    def close(self) -> None:
+        """Let expiries remove what this view reads (also done when the view is garbage-collected)."""
+        self.lease.release()
 
     def load(self, ident: TableIdentifier) -> LoadedTable:
         """The table as of this version; refused (``SnapshotExpiredError``) when an expiry removed its
         snapshot of that version."""
+        self.lease.touch()
         loaded = self.catalog.load(ident, self.version)
         check_offered(self.catalog.log, str(ident), loaded.metadata)
         return loaded
