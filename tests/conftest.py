@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, POSITION_DELETE
-from tests.oracles.java_reader import java_oracle_available
+from tests.oracles.java_reader import JavaIcebergReader, hadoop_s3_conf, java_oracle_available
 from tests.oracles.s3_server import S3Server, s3_server
 from tools import s3_jars
 
@@ -126,6 +126,25 @@ def s3_lake(spark: SparkSession, s3: S3Server):  # type: ignore[no-untyped-def]
     import rowops
 
     return rowops.Lakehouse(f"s3://{s3.new_bucket()}/lake", spark=spark, storage_options=s3.options)
+
+
+@pytest.fixture(scope="session")
+def java(request: pytest.FixtureRequest) -> Iterator[JavaIcebergReader | None]:
+    """Iceberg's Java reader in its own JVM, one per test process (the oracle suite shares it);
+    ROWOPS_SKIP_JAVA=1 turns it off for quick local runs, and it is off under pyspark 4.x (the Iceberg
+    jar is for Spark 3.5; DuckDB and PyIceberg still read).
+
+    When the run selected S3 tests and the S3A jars are present it can read S3 lakes too: it starts
+    after the test S3 server, with its settings (Iceberg's path-based tables keep the Hadoop
+    configuration of their first load). Runs without S3 tests start no S3 server for it.
+    """
+    if os.environ.get("ROWOPS_SKIP_JAVA") or not java_oracle_available():
+        yield None
+        return
+    wants_s3 = s3_jars.available() and any(item.get_closest_marker("s3") for item in request.session.items)
+    hadoop = hadoop_s3_conf(request.getfixturevalue("s3").options) if wants_s3 else {}
+    with JavaIcebergReader(hadoop_conf=hadoop) as reader:
+        yield reader
 
 
 def make_lake(kind: str, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
