@@ -68,9 +68,10 @@ lint: install
 	$(VENV)/bin/mypy
 
 # the fast suite runs in TEST_WORKERS processes (pytest-xdist), a test file per process at a time, in
-# collection order (--no-loadscope-reorder): the Spark suites first, the many quick unit tests and
-# doctests last, where they fill in for whichever worker is done first (xdist's default order, most
-# tests first, left the one-test Spark files such as the lake model to the end, one worker idle)
+# collection order (--no-loadscope-reorder): the longest files first (LONGEST_FILES, tests/conftest.py),
+# then the Spark suites, the many quick unit tests and doctests last, where they fill in for whichever
+# worker is done first (xdist's default order, most tests first, left one-test Spark files such as the
+# lake model to the end, one worker idle)
 TEST_WORKERS ?= 2
 FAST_PYTEST := -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=40
 

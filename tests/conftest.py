@@ -23,6 +23,16 @@ os.environ.setdefault("ROWOPS_CHECK_METADATA_CACHE", "1")  # every written metad
 
 STRATEGY_NAMES = (COPY_ON_WRITE, POSITION_DELETE, EQUALITY_DELETE)
 FULL_MATRIX_FILES = {"test_behaviour.py", "test_behaviour_v3.py"}  # every strategy in the fast suite
+# The fast suite's longest files, longest first (measured with --durations; update from make test's
+# list): they run first, so that no pytest-xdist worker starts one of them last while the other has
+# nothing left to do (``--dist loadfile`` hands out whole files; the quick unit tests come last).
+LONGEST_FILES = (
+    "test_behaviour.py",
+    "test_schema_evolution.py",
+    "test_readme.py",
+    "test_transforms.py",
+    "test_lake_model.py",
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -30,12 +40,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     outside the behaviour suites, a test run once per write strategy runs one of them in the fast
     suite (:func:`rotate_strategies`)."""
     rotate_strategies(items)
+    longest_first(items)
     if java_oracle_available():
         return
     skip = pytest.mark.skip(reason="Iceberg's Java oracle needs Spark 3.5 (its jar); pyspark 4.x runs here")
     for item in items:
         if "java" in item.keywords:
             item.add_marker(skip)
+
+
+def longest_first(items: list[pytest.Item]) -> None:
+    """Move the tests of :data:`LONGEST_FILES` to the front, in that order; each file's tests, and every
+    other file, keep their order (pytest-xdist's ``--dist loadfile`` schedules files in this order
+    when run with ``--no-loadscope-reorder``, as ``make test`` does)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 def _strategy_of(item: pytest.Item) -> str | None:
