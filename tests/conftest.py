@@ -153,17 +153,22 @@ def java(request: pytest.FixtureRequest) -> Iterator[JavaIcebergReader | None]:
     ROWOPS_SKIP_JAVA=1 turns it off for quick local runs, and it is off under pyspark 4.x (the Iceberg
     jar is for Spark 3.5; DuckDB and PyIceberg still read).
 
-    When the run selected S3 tests and the S3A jars are present it can read S3 lakes too: it starts
-    after the test S3 server, with its settings (Iceberg's path-based tables keep the Hadoop
-    configuration of their first load). Runs without S3 tests start no S3 server for it.
+    When the run selected S3 tests (marker or fixture) and the S3A jars are present it can read S3
+    lakes too: it starts after the test S3 server, with its settings (Iceberg's path-based tables keep
+    the Hadoop configuration of their first load). Runs without S3 tests start no S3 server for it.
     """
     if os.environ.get("ROWOPS_SKIP_JAVA") or not java_oracle_available():
         yield None
         return
-    wants_s3 = s3_jars.available() and any(item.get_closest_marker("s3") for item in request.session.items)
+    wants_s3 = s3_jars.available() and any(map(_uses_s3, request.session.items))
     hadoop = hadoop_s3_conf(request.getfixturevalue("s3").options) if wants_s3 else {}
     with JavaIcebergReader(hadoop_conf=hadoop) as reader:
         yield reader
+
+
+def _uses_s3(item: pytest.Item) -> bool:
+    """``item`` runs on the S3 server: marked ``s3``, or asks for the ``s3`` fixture (test_s3.py)."""
+    return item.get_closest_marker("s3") is not None or "s3" in getattr(item, "fixturenames", ())
 
 
 def make_lake(kind: str, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
