@@ -67,11 +67,16 @@ lint: install
 	$(VENV)/bin/ruff format --check rowops tests tpcds spark_jobs tools
 	$(VENV)/bin/mypy
 
-# the fast suite runs in TEST_WORKERS processes (pytest-xdist), a test file per process at a time
+# the fast suite runs in TEST_WORKERS processes (pytest-xdist), a test file per process at a time, in
+# collection order (--no-loadscope-reorder): the longest files first (LONGEST_FILES, tests/conftest.py),
+# then the Spark suites, the many quick unit tests and doctests last, where they fill in for whichever
+# worker is done first (xdist's default order, most tests first, left one-test Spark files such as the
+# lake model to the end, one worker idle)
 TEST_WORKERS ?= 2
+FAST_PYTEST := -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=40
 
 test: install install4 install-connect lint
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=40 -m "not slow and not s3 and not connect"
+	$(PY) -m pytest $(FAST_PYTEST) -m "not slow and not s3 and not connect"
 	$(SPARK4_ENV) $(PY4) -m pytest -q -p no:cacheprovider -m "not slow and not s3 and not connect" -k "$(SPARK4_K)" $(SPARK4_SUBSET)
 	$(CONNECT_ENV) $(PYC) -m pytest -q -p no:cacheprovider -m connect tests/connect -k smoke
 

@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, POSITION_DELETE
-from tests.oracles.java_reader import java_oracle_available
+from tests.oracles.java_reader import JavaIcebergReader, hadoop_s3_conf, java_oracle_available
 from tests.oracles.s3_server import S3Server, s3_server
 from tools import s3_jars
 
@@ -23,6 +23,16 @@ os.environ.setdefault("ROWOPS_CHECK_METADATA_CACHE", "1")  # every written metad
 
 STRATEGY_NAMES = (COPY_ON_WRITE, POSITION_DELETE, EQUALITY_DELETE)
 FULL_MATRIX_FILES = {"test_behaviour.py", "test_behaviour_v3.py"}  # every strategy in the fast suite
+# The fast suite's longest files, longest first (measured with --durations; update from make test's
+# list): they run first, so that no pytest-xdist worker starts one of them last while the other has
+# nothing left to do (``--dist loadfile`` hands out whole files; the quick unit tests come last).
+LONGEST_FILES = (
+    "test_behaviour.py",
+    "test_schema_evolution.py",
+    "test_readme.py",
+    "test_transforms.py",
+    "test_lake_model.py",
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -30,12 +40,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     outside the behaviour suites, a test run once per write strategy runs one of them in the fast
     suite (:func:`rotate_strategies`)."""
     rotate_strategies(items)
+    longest_first(items)
     if java_oracle_available():
         return
     skip = pytest.mark.skip(reason="Iceberg's Java oracle needs Spark 3.5 (its jar); pyspark 4.x runs here")
     for item in items:
         if "java" in item.keywords:
             item.add_marker(skip)
+
+
+def longest_first(items: list[pytest.Item]) -> None:
+    """Move the tests of :data:`LONGEST_FILES` to the front, in that order; each file's tests, and every
+    other file, keep their order (pytest-xdist's ``--dist loadfile`` schedules files in this order
+    when run with ``--no-loadscope-reorder``, as ``make test`` does)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 def _strategy_of(item: pytest.Item) -> str | None:
@@ -126,6 +145,30 @@ def s3_lake(spark: SparkSession, s3: S3Server):  # type: ignore[no-untyped-def]
     import rowops
 
     return rowops.Lakehouse(f"s3://{s3.new_bucket()}/lake", spark=spark, storage_options=s3.options)
+
+
+@pytest.fixture(scope="session")
+def java(request: pytest.FixtureRequest) -> Iterator[JavaIcebergReader | None]:
+    """Iceberg's Java reader in its own JVM, one per test process (the oracle suite shares it);
+    ROWOPS_SKIP_JAVA=1 turns it off for quick local runs, and it is off under pyspark 4.x (the Iceberg
+    jar is for Spark 3.5; DuckDB and PyIceberg still read).
+
+    When the run selected S3 tests (marker or fixture) and the S3A jars are present it can read S3
+    lakes too: it starts after the test S3 server, with its settings (Iceberg's path-based tables keep
+    the Hadoop configuration of their first load). Runs without S3 tests start no S3 server for it.
+    """
+    if os.environ.get("ROWOPS_SKIP_JAVA") or not java_oracle_available():
+        yield None
+        return
+    wants_s3 = s3_jars.available() and any(map(_uses_s3, request.session.items))
+    hadoop = hadoop_s3_conf(request.getfixturevalue("s3").options) if wants_s3 else {}
+    with JavaIcebergReader(hadoop_conf=hadoop) as reader:
+        yield reader
+
+
+def _uses_s3(item: pytest.Item) -> bool:
+    """``item`` runs on the S3 server: marked ``s3``, or asks for the ``s3`` fixture (test_s3.py)."""
+    return item.get_closest_marker("s3") is not None or "s3" in getattr(item, "fixturenames", ())
 
 
 def make_lake(kind: str, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]

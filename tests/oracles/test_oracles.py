@@ -11,7 +11,6 @@ import datetime as dt
 import os
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -315,10 +314,12 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Case]:
     return build_cases(tmp_path_factory.mktemp("oracle-tables"))
 
 
-@pytest.fixture(scope="module")
-def java_reader() -> Iterator[JavaIcebergReader]:
-    with JavaIcebergReader() as reader:
-        yield reader
+@pytest.fixture()
+def java_reader(java: JavaIcebergReader | None) -> JavaIcebergReader:
+    """The session's Java reader (tests/conftest.py): one JVM per test process, not one more here."""
+    if java is None:
+        pytest.skip("Iceberg's Java oracle is off (ROWOPS_SKIP_JAVA or pyspark 4.x)")
+    return java
 
 
 @pytest.mark.parametrize("name", params("duckdb"))
