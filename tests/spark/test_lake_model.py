@@ -48,6 +48,7 @@ from tests.spark.lake_ops import (
     ops,
     plant_foreign,
 )
+from tests.spark.lake_rules import LifecycleRules
 
 # Known defects of issue 42 that the machine finds on the original code; each entry turns off the
 # rules (or rule combinations) that trigger it. The lead removes an entry when its fix merges.
@@ -66,7 +67,7 @@ FAST_SEED = 1  # fixed: the same run every time (richer than derandomize=True: t
 live = precondition(lambda self: self.active)
 
 
-class LakeMachine(RuleBasedStateMachine):
+class LakeMachine(LifecycleRules, RuleBasedStateMachine):
     spark: Any = None
     java: Any = None
     base: Path = Path(tempfile.gettempdir())
@@ -87,6 +88,8 @@ class LakeMachine(RuleBasedStateMachine):
         self.foreign = plant_foreign(self.root)
         self.lake = rowops.Lakehouse(self.root, spark=self.spark)
         self.model = m.LakeModel()
+        self.batch_changes: dict[str, tuple[tuple[int, ...], int]] = {}
+        self.partitioned: set[str] = set()
         self.trace: list[
             str
         ] = []  # the rules that committed, in order (printed with ROWOPS_LAKE_MODEL_VERBOSE)
@@ -108,6 +111,9 @@ class LakeMachine(RuleBasedStateMachine):
         observed, new_rows = {}, {}
         for name in TABLES:
             meta = view.table(name).metadata
+            parents = self.model.parents.setdefault(name, {})
+            for snapshot in meta.snapshots:
+                parents.setdefault(snapshot.snapshot_id, snapshot.parent_snapshot_id)
             before = self.model.tables.get(name)
             state = m.TableState(
                 (columns or {}).get(name, before.columns if before else m.BASE_COLUMNS),
@@ -313,6 +319,7 @@ class LakeMachine(RuleBasedStateMachine):
     def note_lake_rollback(self, version: int, target: int) -> None:
         states = self.model.versions[target]
         self.observe(version, columns={n: s.columns for n, s in states.items()})
+        self.model.batches[version] = self.model.batches[target]
         self.model.lake_rollbacks += 1
         for name in TABLES:
             self.reset_window(name)
