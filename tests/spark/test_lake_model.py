@@ -1,5 +1,7 @@
 """The stateful lake-model test of issue 42: every lifecycle operation as a Hypothesis rule, checked
-after every step against the plain model of ``lake_model.py``.
+after every step against the plain model of ``lake_model.py``. The rules added later (pipeline
+batches, fast-forwards, branch drops, layout changes, dropped tables, reads by timestamp) are in
+``lake_rules.py``; ``test_lake_model_walk.py`` runs each of them once in a fixed order.
 
 After each step, read cold (fresh handle, manifest cache cleared): every table's head and refs, one
 older lake version (all of them at the end) equal the model, or are refused with
