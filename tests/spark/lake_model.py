@@ -87,6 +87,10 @@ class LakeModel:
     versions: dict[int, dict[str, TableState]] = field(default_factory=dict)
     expired: dict[str, set[int]] = field(default_factory=dict)
     windows: dict[str, Window] = field(default_factory=dict)
+    batches: dict[int, frozenset[str]] = field(
+        default_factory=dict
+    )  # version -> pipeline batches in its state
+    parents: dict[str, dict[int, int | None]] = field(default_factory=dict)  # as recorded when committed
     version: int = 0
     lake_rollbacks: int = 0
 
@@ -124,6 +128,7 @@ class LakeModel:
             self.snapshots.setdefault(name, {}).update(by_snapshot)
         self.tables = dict(observed)
         self.versions[version] = dict(observed)
+        self.batches[version] = self.batches.get(self.version, frozenset())  # a batch or rollback changes it
         self.version = version
 
     def expire(self, name: str, before: Iterable[int], after: Iterable[int]) -> None:

@@ -1,5 +1,7 @@
 """The stateful lake-model test of issue 42: every lifecycle operation as a Hypothesis rule, checked
-after every step against the plain model of ``lake_model.py``.
+after every step against the plain model of ``lake_model.py``. The rules added later (pipeline
+batches, fast-forwards, branch drops, layout changes, dropped tables, reads by timestamp) are in
+``lake_rules.py``; ``test_lake_model_walk.py`` runs each of them once in a fixed order.
 
 After each step, read cold (fresh handle, manifest cache cleared): every table's head and refs, one
 older lake version (all of them at the end) equal the model, or are refused with
@@ -48,6 +50,7 @@ from tests.spark.lake_ops import (
     ops,
     plant_foreign,
 )
+from tests.spark.lake_rules import LifecycleRules
 
 # Known defects of issue 42 that the machine finds on the original code; each entry turns off the
 # rules (or rule combinations) that trigger it. The lead removes an entry when its fix merges.
@@ -66,7 +69,7 @@ FAST_SEED = 1  # fixed: the same run every time (richer than derandomize=True: t
 live = precondition(lambda self: self.active)
 
 
-class LakeMachine(RuleBasedStateMachine):
+class LakeMachine(LifecycleRules, RuleBasedStateMachine):
     spark: Any = None
     java: Any = None
     base: Path = Path(tempfile.gettempdir())
@@ -87,6 +90,8 @@ class LakeMachine(RuleBasedStateMachine):
         self.foreign = plant_foreign(self.root)
         self.lake = rowops.Lakehouse(self.root, spark=self.spark)
         self.model = m.LakeModel()
+        self.batch_changes: dict[str, tuple[tuple[int, ...], int]] = {}
+        self.partitioned: set[str] = set()
         self.trace: list[
             str
         ] = []  # the rules that committed, in order (printed with ROWOPS_LAKE_MODEL_VERBOSE)
@@ -108,6 +113,9 @@ class LakeMachine(RuleBasedStateMachine):
         observed, new_rows = {}, {}
         for name in TABLES:
             meta = view.table(name).metadata
+            parents = self.model.parents.setdefault(name, {})
+            for snapshot in meta.snapshots:
+                parents.setdefault(snapshot.snapshot_id, snapshot.parent_snapshot_id)
             before = self.model.tables.get(name)
             state = m.TableState(
                 (columns or {}).get(name, before.columns if before else m.BASE_COLUMNS),
@@ -313,6 +321,7 @@ class LakeMachine(RuleBasedStateMachine):
     def note_lake_rollback(self, version: int, target: int) -> None:
         states = self.model.versions[target]
         self.observe(version, columns={n: s.columns for n, s in states.items()})
+        self.model.batches[version] = self.model.batches[target]
         self.model.lake_rollbacks += 1
         for name in TABLES:
             self.reset_window(name)

@@ -1,0 +1,185 @@
+"""More rules of the stateful lake test (``test_lake_model.py``): pipeline batches, fast-forwards,
+branch drops, partition/sort/property changes, dropped and re-registered or re-created tables, and
+time travel by timestamp. A mixin of ``LakeMachine``: every rule runs through its ``observe``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import strategies as st
+from hypothesis.stateful import precondition, rule
+
+import rowops
+from rowops.errors import InvalidRefError, NotFastForwardError
+from rowops.pipeline import parse_config, runner
+from tests.spark import lake_model as m
+from tests.spark.lake_checks import check_version
+from tests.spark.lake_ops import by_key, cold, keys, values
+
+TABLES = ("db.a", "db.b")
+BATCHES = ("b1", "b2", "b3")
+PIPELINE = "model"
+live = precondition(lambda self: self.active)
+
+
+def pipeline_config(sources: Path, strategy: str) -> Any:
+    """A plain upsert pipeline (no change feed) into both tables: one lake version per batch."""
+    targets = "".join(f'[[targets]]\ntable = "{t}"\nkeys = ["k"]\nstrategy = "{strategy}"\n' for t in TABLES)
+    text = f'[pipeline]\nid = "{PIPELINE}"\n[source]\nformat = "parquet"\npath = "{sources}/{{batch_id}}"\n'
+    return parse_config(text + targets, "model.toml")
+
+
+class LifecycleRules:
+    """Rules over the machine's ``lake``, ``model`` and ``observe`` (defined by ``LakeMachine``)."""
+
+    active: bool
+    spark: Any
+    root: Path
+    lake: rowops.Lakehouse
+    model: m.LakeModel
+    batch_changes: dict[str, tuple[tuple[int, ...], int]]
+    partitioned: set[str]
+
+    def observe(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError
+
+    def table(self, name: str) -> rowops.Table:
+        raise NotImplementedError
+
+    def reset_window(self, name: str) -> None:
+        raise NotImplementedError
+
+    def unchanged(self, version: int) -> None:
+        assert cold(self.root, self.spark).version == version, "a refused call committed a lake version"
+
+    # -- pipeline batches ------------------------------------------------------------------------
+    @live
+    @rule(batch=st.sampled_from(BATCHES), strategy=by_key, data=st.data())
+    def pipeline_batch(self, batch: str, strategy: str, data: st.DataObject) -> None:
+        """Batch ``batch`` (an upsert of both tables; its rows fixed when first drawn) through the
+        pipeline runner: committed unless the lake state holds its record (a ``lake.rollback_to``
+        before its commit undoes it), else skipped with nothing written."""
+        sources = self.root.parent / "batches"
+        if batch not in self.batch_changes:
+            change = (data.draw(keys), data.draw(values))
+            rows = [m.new_row(k, change[1], 3) for k in change[0]]
+            self.spark.createDataFrame(rows, "k long, v long, w long").write.parquet(str(sources / batch))
+            self.batch_changes[batch] = change
+        batch_keys, value = self.batch_changes[batch]
+        before = self.lake.version
+        result = runner.run(self.lake, pipeline_config(sources, strategy), batch)
+        if batch in self.model.batches[self.model.version]:
+            assert result.status == "skipped", f"batch {batch} in the lake state ran again"
+            self.unchanged(before)
+            return
+        assert result.status == "committed", f"batch {batch}: {result.status} {result.message}"
+        heads = {n: m.upsert(self.model.rows(n), batch_keys, value, self.model.width(n)) for n in TABLES}
+        self.observe(heads=heads)
+        self.model.batches[self.model.version] |= {batch}
+        for name in TABLES:
+            self.reset_window(name)
+
+    # -- refs ----------------------------------------------------------------------------------------
+    def descends(self, name: str, head: int, ancestor: int) -> bool:
+        """Whether ``ancestor`` is on ``head``'s parent chain (parents as recorded when each snapshot
+        was committed), walked while the table still lists the snapshot (as Iceberg's ``isAncestorOf``)."""
+        listed = {s.snapshot_id for s in self.table(name).metadata.snapshots}
+        parents = self.model.parents.get(name, {})
+        current: int | None = head
+        while current is not None and current in listed:
+            if current == ancestor:
+                return True
+            current = parents.get(current)
+        return False
+
+    @live
+    @rule(
+        name=st.sampled_from(TABLES),
+        to=st.sampled_from(["main", "b1"]),
+        source=st.sampled_from(["main", "b1", "t1"]),
+    )
+    def fast_forward(self, name: str, to: str, source: str) -> None:
+        """``to`` moves to ``source``'s snapshot when its head is an ancestor of it; else refused."""
+        if to == source:
+            return
+        state, before = self.model.tables[name], self.lake.version
+        heads: dict[str, int | None] = {"main": state.head, **dict(state.refs)}
+        if to not in heads or source not in heads:
+            with pytest.raises(InvalidRefError):
+                self.table(name).fast_forward(to, source)
+            return self.unchanged(before)
+        current, target = heads[to], heads[source]
+        assert current is not None and target is not None
+        if not self.descends(name, target, current):
+            with pytest.raises(NotFastForwardError):
+                self.table(name).fast_forward(to, source)
+            return self.unchanged(before)
+        self.table(name).fast_forward(to, source)
+        if current == target and self.lake.version == before:
+            return  # nothing to move (a no-op fast-forward commits an empty lake version: observed below)
+        self.observe()
+        if to == "main":
+            self.reset_window(name)
+
+    @live
+    @rule(name=st.sampled_from(TABLES))
+    def drop_branch(self, name: str) -> None:
+        if self.model.tables[name].ref("b1") is None:
+            return
+        self.table(name).drop_branch("b1")
+        self.observe()
+
+    # -- table layout, dropped tables --------------------------------------------------------------
+    @live
+    @rule(name=st.sampled_from(TABLES), change=st.sampled_from(["partition", "sort", "property"]))
+    def layout(self, name: str, change: str) -> None:
+        """A metadata change that keeps the rows: partition spec (bucket on k, added or dropped),
+        sort order, a table property."""
+        table = self.table(name)
+        if change == "partition" and name in self.partitioned:
+            table.drop_partition_field("bucket(2, k)")
+            self.partitioned.discard(name)
+        elif change == "partition":
+            table.add_partition_field("bucket(2, k)")
+            self.partitioned.add(name)
+        elif change == "sort":
+            table.replace_sort_order(["k"])
+        else:
+            table.set_properties(**{"model.note": str(self.lake.version)})
+        self.observe()
+
+    @live
+    @rule(name=st.sampled_from(TABLES), how=st.sampled_from(["register", "recreate"]))
+    def drop_table(self, name: str, how: str) -> None:
+        """``drop_table``, then the same name registered from the dropped table's metadata (same
+        snapshots and rows) or created anew (new rows, new snapshots, the same location)."""
+        location = self.table(name).metadata_location
+        self.lake.drop_table(name)
+        if how == "register":
+            self.lake.register_table(name, location)
+            self.observe()
+            return
+        rows = m.rows_of(m.new_row(k, 7, 2) for k in (2, 5))
+        self.lake.create_table(
+            name, self.spark.createDataFrame(list(rows), "k long, v long"), identifier=["k"]
+        )
+        self.partitioned.discard(name)
+        self.observe(heads={name: rows}, columns={name: m.BASE_COLUMNS})
+        self.reset_window(name)
+
+    # -- reads -----------------------------------------------------------------------------------
+    @live
+    @rule(data=st.data())
+    def read_at_time(self, data: st.DataObject) -> None:
+        """``lake.at(timestamp=t)`` for the commit time ``t`` of a modelled version: the newest version
+        committed at or before ``t``, equal to the model when modelled."""
+        lake = cold(self.root, self.spark)
+        times = {c.version: c.timestamp_ms for c in lake.history()}
+        version = data.draw(st.sampled_from(sorted(v for v in self.model.versions if v in times)))
+        view = lake.at(timestamp=times[version])
+        assert view.version == max(v for v, t in times.items() if t <= times[version])
+        if view.version in self.model.versions:
+            check_version(self.model, lake, view.version)
