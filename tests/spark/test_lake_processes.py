@@ -133,7 +133,8 @@ def run_kills(procs: list[Writer], rng: random.Random, lake: rowops.Lakehouse) -
         while time.monotonic() < deadline:
             check_alive(procs)
             time.sleep(0.5)
-        victim = rng.choice(procs)
+        started = [p for p in procs if p.last() is not None]  # past start-up: the lake is open
+        victim = rng.choice(started or procs)
         aim = "commit" if victim.config["role"] == "writer" and rng.random() < 0.5 else "random"
         if aim == "commit" and wait_phase(victim, ("put",), 60.0):
             time.sleep(rng.uniform(0, 0.2))
@@ -199,16 +200,13 @@ def verified(lake: rowops.Lakehouse) -> set[int]:
 
 def summary(events: list[dict[str, Any]]) -> dict[str, Any]:
     actions = Counter(e["action"] for e in events if e["e"] == "done-action")
+    done = {e["tx"] for e in events if e["e"] == "committed"}
     return {
         "transactions_begun": sum(e["e"] == "begin" for e in events),
         "transactions_acknowledged": sum(e["e"] == "committed" for e in events),
         "aborts_by_kind": dict(Counter(e["kind"] for e in events if e["e"] == "abort")),
         "kinds_committed": dict(
-            Counter(
-                (b["kind"], b["strategy"])
-                for b in events
-                if b["e"] == "begin" and b["tx"] in {e["tx"] for e in events if e["e"] == "committed"}
-            ).most_common()
+            Counter(f"{b['kind']}/{b['strategy']}" for b in events if b["e"] == "begin" and b["tx"] in done)
         ),
         "maintenance_done": dict(sorted(actions.items())),
         "maintenance_conflicts": sum(e["e"] == "conflict" for e in events),
