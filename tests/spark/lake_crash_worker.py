@@ -150,7 +150,7 @@ def maintain_one(lake: rowops.Lakehouse, rng: random.Random, events: Events, con
         elif action == "table-rollback":
             detail = undo_compaction(table)
         else:
-            target = max(1, lake.version - rng.randint(1, 6))
+            target = max(1, lake.version - rng.randint(1, 3))  # a recent one: keep most commits
             detail = lake.rollback_to(target)
             events("lake-rollback", target=target, version=detail)
     except CommitConflictError as exc:

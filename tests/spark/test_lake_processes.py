@@ -46,7 +46,6 @@ from rowops.errors import SnapshotExpiredError
 from tests.oracles.java_reader import JavaIcebergReader
 from tests.spark.lake_ops import OLD, cold, foreign_changes, plant_foreign
 from tests.spark.test_transaction_processes import (
-    READY_TIMEOUT_S,
     VersionReader,
     Writer,
     all_events,
@@ -61,6 +60,7 @@ WRITERS = int(os.environ.get("ROWOPS_LAKE_CRASH_WRITERS", "2"))
 MAINTAINERS = int(os.environ.get("ROWOPS_LAKE_CRASH_MAINTAINERS", "1"))
 WORKER = "tests.spark.lake_crash_worker"
 FORMATS = {"db.accounts": 2, "db.savings": 3}
+READY_S = 600.0  # start-up of a worker (its JVM) on a loaded machine took up to 3 minutes
 OLD_ORPHANS = ("db/accounts/data/00000-0-orphan.parquet", "db/savings/metadata/orphan-m0.avro")
 
 
@@ -121,10 +121,19 @@ def wait_phase(proc: Writer, phases: tuple[str, ...], timeout: float) -> bool:
     return False
 
 
+def progress(proc: Writer, timeout: float = 300.0) -> None:
+    """Wait (up to ``timeout``) until this incarnation has finished one step: on a loaded machine a
+    writer killed every minute would never commit, and the run would prove nothing."""
+    done = "committed" if proc.config["role"] == "writer" else "done-action"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not any(e["e"] == done for e in proc.events()):
+        time.sleep(0.5)
+
+
 def run_kills(procs: list[Writer], rng: random.Random, lake: rowops.Lakehouse) -> list[dict[str, Any]]:
     """Kill a random process every so often during ``SECONDS``, restarting it; fail if one dies alone."""
     for proc in procs:
-        proc.wait_for(lambda p=proc: p.last() is not None, READY_TIMEOUT_S, poll=0.2)
+        proc.wait_for(lambda p=proc: p.last() is not None, READY_S, poll=0.2)
     kills = []
     end = time.monotonic() + SECONDS
     for k in range(KILLS):
@@ -136,6 +145,7 @@ def run_kills(procs: list[Writer], rng: random.Random, lake: rowops.Lakehouse) -
         started = [p for p in procs if p.last() is not None]  # past start-up: the lake is open
         victim = rng.choice(started or procs)
         aim = "commit" if victim.config["role"] == "writer" and rng.random() < 0.5 else "random"
+        progress(victim)
         if aim == "commit" and wait_phase(victim, ("put",), 60.0):
             time.sleep(rng.uniform(0, 0.2))
         check_alive(procs)
