@@ -60,6 +60,15 @@ WRITERS = int(os.environ.get("ROWOPS_LAKE_CRASH_WRITERS", "2"))
 MAINTAINERS = int(os.environ.get("ROWOPS_LAKE_CRASH_MAINTAINERS", "1"))
 WORKER = "tests.spark.lake_crash_worker"
 FORMATS = {"db.accounts": 2, "db.savings": 3}
+# Known defect (found by seed 5, 120 s, 2 kills): a transaction in one process reads the snapshot of the
+# lake version it began at; expire_snapshots in another process (older_than 0-30 s, retain_last 1-3)
+# deletes that snapshot's data files meanwhile; the transaction's copy-on-write MERGE then fails with
+# Spark's raw AnalysisException [PATH_NOT_FOUND] on a data file, not with SnapshotExpiredError (a clear,
+# retry-safe error). Nothing is lost (the transaction commits nothing); the run is marked xfail.
+PATH_NOT_FOUND_DEFECT = (
+    "known defect: a transaction whose snapshot a concurrent short-age expire removed fails with Spark's "
+    "PATH_NOT_FOUND instead of SnapshotExpiredError"
+)
 READY_S = 600.0  # start-up of a worker (its JVM) on a loaded machine took up to 3 minutes
 OLD_ORPHANS = ("db/accounts/data/00000-0-orphan.parquet", "db/savings/metadata/orphan-m0.avro")
 
@@ -221,6 +230,7 @@ def summary(events: list[dict[str, Any]]) -> dict[str, Any]:
         "maintenance_done": dict(sorted(actions.items())),
         "maintenance_conflicts": sum(e["e"] == "conflict" for e in events),
         "lake_rollbacks_refused": sum(e["e"] == "refused" for e in events),
+        "expired_reads": dict(Counter(e["error"] for e in events if e["e"] == "expired-read")),
     }
 
 
@@ -281,3 +291,6 @@ def test_writers_and_maintenance_killed_at_random_keep_the_lake_consistent(
     }
     print(json.dumps(report, indent=1))
     assert committed, "no writer transaction committed: the run proves nothing"
+    unclear = [e for e in events if e["e"] == "expired-read" and not e["clear"]]
+    if unclear:  # every check above passed: the lake is consistent, but the writer got a raw Spark error
+        pytest.xfail(f"{PATH_NOT_FOUND_DEFECT} ({len(unclear)} times; first: {unclear[0]['message'][:300]})")
