@@ -99,9 +99,10 @@ test-connect: install install4 install-connect
 test-slow: install
 	$(PY) -m pytest -q -m slow
 
-# multi-process transaction suites (also part of test-slow): concurrent transfers, SIGKILL crashes
+# multi-process suites (also part of test-slow): concurrent transfers, SIGKILL crashes; writers with
+# maintenance beside them, any process SIGKILLed at random (ROWOPS_CRASH_SEED, ROWOPS_LAKE_CRASH_*)
 test-crash: install
-	$(PY) -m pytest -q -rP -m crash tests/spark/test_transaction_processes.py
+	$(PY) -m pytest -q -rP -m crash tests/spark/test_transaction_processes.py tests/spark/test_lake_processes.py
 
 # a Spark standalone master and two workers on loopback (also part of test-slow; run it alone: one
 # SparkContext per process): MERGE/UPDATE/DELETE on executors that get rowops only from the driver

@@ -81,6 +81,7 @@ class Writer:
     workdir: Path
     incarnation: int = 0
     proc: subprocess.Popen[bytes] | None = None
+    module: str = "tests.spark.transfer_worker"  # the worker's module (run with ``python -m``)
     events_path: Path = field(init=False)
 
     def start(self) -> None:
@@ -93,7 +94,7 @@ class Writer:
         env.setdefault("PYSPARK_PYTHON", sys.executable)
         with log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "tests.spark.transfer_worker", json.dumps(config)],
+                [sys.executable, "-m", self.module, json.dumps(config)],
                 cwd=REPO,
                 env=env,
                 stdout=log,
