@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pyiceberg.table.metadata import TableMetadata
 
 from rowops.catalog.expired import ref_snapshots
-from rowops.catalog.log import LakeLog
+from rowops.catalog.log import LakeLog, LakeVersion
 
 LEASE_PREFIX = "_rowops/leases/"
 LEASE_TTL_MS = 60 * 60 * 1000  # one hour without a table load lets a lease lapse
@@ -69,6 +69,11 @@ class Holder:
         self._lock = threading.Lock()
         self._write(_now_ms())
 
+    def move(self, version: int) -> None:
+        """Hold ``version`` instead (a newer one: see ``pin_newest``)."""
+        self.version = version
+        self._write(_now_ms())
+
     def touch(self) -> None:
         """Renew the lease when half its time has passed (a no-op after release)."""
         now = _now_ms()
@@ -90,6 +95,21 @@ class Holder:
                 return
             self.log.storage.put(self.key, Lease(self.version, now + self.ttl_ms).to_bytes())
             self.written_ms = now
+
+
+def pin_newest(log: LakeLog) -> tuple[LakeVersion, Holder]:
+    """The newest lake version, held by a lease written before the version was last confirmed newest.
+
+    An expiry can remove a snapshot only once a newer version stopped pointing at it; if that happened
+    before the expiry read the leases, this reader saw the newer version after writing its lease and
+    moved to it; if after, the expiry saw the lease. So what the returned version reads stays.
+    """
+    version = log.latest()
+    holder = Holder(log, version.version)
+    while (newest := log.latest()).version != holder.version:
+        version = newest
+        holder.move(newest.version)
+    return version, holder
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from pyiceberg.table.metadata import TableMetadata
 from rowops import faults
 from rowops.catalog.batches import same_batch_between
 from rowops.catalog.history import commit_counts, created_counts
-from rowops.catalog.leases import Holder
+from rowops.catalog.leases import pin_newest
 from rowops.catalog.log import LakeVersion, TableEntry
 from rowops.catalog.steps import (
     DeltaStep,
@@ -134,7 +134,7 @@ class LakeTransaction:
         self.catalog = catalog
         self.isolation = isolation
         self.id = str(uuid.uuid4())
-        self.pinned = catalog.log.latest()
+        self.pinned, self.lease = pin_newest(catalog.log)  # keeps what it reads from other expiries
         self.state = "open"
         self.version: LakeVersion | None = None
         self.work: dict[str, TableWork] = {}
@@ -146,7 +146,6 @@ class LakeTransaction:
             None  # a pipeline batch committed exactly once (catalog/batches.py)
         )
         self._batch_checked = self.pinned.version
-        self.lease = Holder(catalog.log, self.pinned.version)  # keeps what it reads from other expiries
         weakref.finalize(self, self.lease.release)
 
     # -- reading ---------------------------------------------------------------------------------

@@ -60,15 +60,11 @@ WRITERS = int(os.environ.get("ROWOPS_LAKE_CRASH_WRITERS", "2"))
 MAINTAINERS = int(os.environ.get("ROWOPS_LAKE_CRASH_MAINTAINERS", "1"))
 WORKER = "tests.spark.lake_crash_worker"
 FORMATS = {"db.accounts": 2, "db.savings": 3}
-# Known defect (found by seed 5, 120 s, 2 kills): a transaction in one process reads the snapshot of the
-# lake version it began at; expire_snapshots in another process (older_than 0-30 s, retain_last 1-3)
-# deletes that snapshot's data files meanwhile; the transaction's copy-on-write MERGE then fails with
-# Spark's raw AnalysisException [PATH_NOT_FOUND] on a data file, not with SnapshotExpiredError (a clear,
-# retry-safe error). Nothing is lost (the transaction commits nothing); the run is marked xfail.
-PATH_NOT_FOUND_DEFECT = (
-    "known defect: a transaction whose snapshot a concurrent short-age expire removed fails with Spark's "
-    "PATH_NOT_FOUND instead of SnapshotExpiredError"
-)
+# Found by seed 5 (120 s, 2 kills) before leases: a transaction in one process read the snapshot of the
+# lake version it began at; expire_snapshots in another process (older_than 0-30 s) deleted that
+# snapshot's data files meanwhile, and the transaction's copy-on-write MERGE failed with Spark's raw
+# PATH_NOT_FOUND. A transaction's lease (catalog/leases.py) now keeps its snapshots from expiry.
+LEASE_DEFECT = "a transaction read files a concurrent expire deleted (its lease did not keep them)"
 READY_S = 600.0  # start-up of a worker (its JVM) on a loaded machine took up to 3 minutes
 OLD_ORPHANS = ("db/accounts/data/00000-0-orphan.parquet", "db/savings/metadata/orphan-m0.avro")
 
@@ -292,5 +288,4 @@ def test_writers_and_maintenance_killed_at_random_keep_the_lake_consistent(
     print(json.dumps(report, indent=1))
     assert committed, "no writer transaction committed: the run proves nothing"
     unclear = [e for e in events if e["e"] == "expired-read" and not e["clear"]]
-    if unclear:  # every check above passed: the lake is consistent, but the writer got a raw Spark error
-        pytest.xfail(f"{PATH_NOT_FOUND_DEFECT} ({len(unclear)} times; first: {unclear[0]['message'][:300]})")
+    assert not unclear, f"{LEASE_DEFECT} ({len(unclear)} times; first: {unclear[0]['message'][:300]})"
