@@ -32,7 +32,7 @@ from rowops.errors import (
     NoSuchTableError,
     RowOpsError,
 )
-from rowops.exec.session import use_log_level
+from rowops.exec.spark.session import use_log_level
 from rowops.lakehouse import Lakehouse
 from rowops.pipeline import PipelineConfig, load_config, runner
 from rowops.pipeline.metrics import debt_summary

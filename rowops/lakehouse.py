@@ -39,23 +39,23 @@ from rowops.errors import (
     UnsupportedStorageError,
     is_cleanable,
 )
-from rowops.exec.job_errors import spark_errors
-from rowops.exec.session import configure, create_session
-from rowops.exec.types import to_iceberg_schema
-from rowops.exec.validation import require_dataframe
-from rowops.exec.write import staging
+from rowops.exec.checks.validation import require_dataframe
+from rowops.exec.spark.job_errors import spark_errors
+from rowops.exec.spark.session import configure, create_session
+from rowops.exec.spark.types import to_iceberg_schema
+from rowops.exec.writing.write import staging
 from rowops.maintenance.expiry import gc_enabled
 from rowops.meta.defaults import with_write_defaults
 from rowops.meta.fileio import check_storage_options, has_entries, make_io, s3a_conf
 from rowops.meta.files import TableFiles
 from rowops.meta.paths import is_remote, lake_location, local_path, normalize_path
 from rowops.meta.tables import new_metadata
-from rowops.operations import append_delta
-from rowops.spec.identifiers import TableIdentifier, parse_namespace
-from rowops.spec.inputs import check_properties, checked_call, name_list
-from rowops.spec.partitioning import parse_partition_by
-from rowops.spec.results import OperationResult
-from rowops.spec.sorting import parse_sort_by
+from rowops.request.identifiers import TableIdentifier, parse_namespace
+from rowops.request.inputs import check_properties, checked_call, name_list
+from rowops.request.partitioning import parse_partition_by
+from rowops.request.results import OperationResult
+from rowops.request.sorting import parse_sort_by
+from rowops.run.row_level import append_delta
 from rowops.table import Table
 from rowops.transaction import Transaction
 

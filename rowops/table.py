@@ -11,19 +11,17 @@ from pyiceberg.io import FileIO
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 
-from rowops import maintenance_ops, operations
 from rowops.catalog.branches import BranchScope
 from rowops.catalog.tables import LoadedTable, TableScope
 from rowops.commit import refs as snapshot_refs
 from rowops.errors import InvalidInputError
-from rowops.exec.validation import require_dataframe
+from rowops.exec.checks.validation import require_dataframe
 from rowops.meta import evolution, spec_evolution
 from rowops.meta.evolution import SchemaChange
 from rowops.meta.files import TableFiles, live_files
-from rowops.reads import read_table
-from rowops.spec.identifiers import TableIdentifier
-from rowops.spec.inputs import assignment_map, check_properties, checked_call, merge_on, optional_sql
-from rowops.spec.operations import (
+from rowops.request.identifiers import TableIdentifier
+from rowops.request.inputs import assignment_map, check_properties, checked_call, merge_on, optional_sql
+from rowops.request.operations import (
     DeleteSpec,
     MergeClause,
     MergeSpec,
@@ -31,7 +29,9 @@ from rowops.spec.operations import (
     key_condition,
     normalize_assignments,
 )
-from rowops.spec.results import HealthReport, MaintenanceResult, OperationResult
+from rowops.request.results import HealthReport, MaintenanceResult, OperationResult
+from rowops.run import maintenance, row_level
+from rowops.run.read import read_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -227,7 +227,7 @@ class Table:
     @checked_call
     def append(self, df: DataFrame) -> OperationResult:
         """Append rows (columns by name; types must fit the table)."""
-        return operations.append(self, require_dataframe(df, "append's df"))
+        return row_level.append(self, require_dataframe(df, "append's df"))
 
     @checked_call
     def merge(self, source: DataFrame, on: str | list[str]) -> MergeBuilder:
@@ -245,28 +245,28 @@ class Table:
     ) -> OperationResult:
         """UPDATE the rows matching ``where`` with ``set`` (column -> Spark SQL expression)."""
         spec = UpdateSpec(normalize_assignments(assignment_map(set, "set=")), optional_sql(where, "where="))
-        return operations.run(self, spec, None, strategy)
+        return row_level.run(self, spec, None, strategy)
 
     @checked_call
     def delete(self, where: str | None = None, strategy: str = "auto") -> OperationResult:
         """DELETE the rows matching ``where`` (all rows when None)."""
-        return operations.run(self, DeleteSpec(optional_sql(where, "where=")), None, strategy)
+        return row_level.run(self, DeleteSpec(optional_sql(where, "where=")), None, strategy)
 
     # -- maintenance (rowops/maintenance_ops.py; each a normal commit that never changes the rows) ------
     @checked_call
     def compact_position_deletes(self) -> MaintenanceResult:
         """Minor compaction: merge the position-delete files of each data file into one (no data rewrite)."""
         started = time.perf_counter()
-        return maintenance_ops.run(
-            maintenance_ops.prepare_compact_position_deletes(self), "compact_position_deletes", started
+        return maintenance.run(
+            maintenance.prepare_compact_position_deletes(self), "compact_position_deletes", started
         )
 
     @checked_call
     def convert_equality_deletes(self) -> MaintenanceResult:
         """Replace every equality-delete file by position deletes of the rows it removes."""
         started = time.perf_counter()
-        return maintenance_ops.run(
-            maintenance_ops.prepare_convert_equality_deletes(self), "convert_equality_deletes", started
+        return maintenance.run(
+            maintenance.prepare_convert_equality_deletes(self), "convert_equality_deletes", started
         )
 
     @checked_call
@@ -282,15 +282,15 @@ class Table:
             target_file_size: bytes per written file (default: ``write.target-file-size-bytes``, 128 MiB).
         """
         started = time.perf_counter()
-        prepared = maintenance_ops.prepare_compact(self, where, max_bytes, target_file_size)
-        return maintenance_ops.run(prepared, "compact", started)
+        prepared = maintenance.prepare_compact(self, where, max_bytes, target_file_size)
+        return maintenance.run(prepared, "compact", started)
 
     @checked_call
     def rewrite_manifests(self) -> MaintenanceResult:
         """Merge the current snapshot's manifests into as few as fit ``commit.manifest.target-size-bytes``
         (8 MB), per content and partition spec: one metadata-only ``replace`` commit (no data file is
         read or written); commits then merge again per ``commit.manifest.min-count-to-merge``."""
-        return maintenance_ops.rewrite_manifests(self)
+        return maintenance.rewrite_manifests(self)
 
     @checked_call
     def expire_snapshots(
@@ -311,7 +311,7 @@ class Table:
             retain_last: the newest snapshots of the main branch always kept (>= 1); None: the table's
                 ``history.expire.min-snapshots-to-keep`` (default 1).
         """
-        return maintenance_ops.expire_snapshots(self, older_than, retain_last)
+        return maintenance.expire_snapshots(self, older_than, retain_last)
 
     @checked_call
     def remove_orphans(
@@ -325,11 +325,11 @@ class Table:
         (``version-hint.text``) are never removed; a table registered from another catalog raises
         ``ForeignFilesError`` (its location is that catalog's: rowops cannot prove a file there unused).
         """
-        return maintenance_ops.remove_orphans(self, older_than, dry_run)
+        return maintenance.remove_orphans(self, older_than, dry_run)
 
     def health(self) -> HealthReport:
         """The table's maintenance debt (delete files, deleted rows, small files, read overhead) and advice."""
-        return maintenance_ops.health(self)
+        return maintenance.health(self)
 
     def set_properties(self, **properties: str) -> None:
         """Set Iceberg table properties, e.g. ``rowops.read-weight``, ``rowops.strategy``,
@@ -475,12 +475,12 @@ class MergeBuilder:
 
     @checked_call
     def execute(self, strategy: str = "auto") -> OperationResult:
-        return operations.run(self._table, self.spec(), self._source, strategy)
+        return row_level.run(self._table, self.spec(), self._source, strategy)
 
     @checked_call
     def explain(self, strategy: str = "auto") -> str:
         """The plan of this MERGE (nothing is written)."""
-        return operations.explain(self._table, self.spec(), self._source, strategy)
+        return row_level.explain(self._table, self.spec(), self._source, strategy)
 
 
 class _ClauseBuilder:

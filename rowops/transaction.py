@@ -20,9 +20,9 @@ from rowops.catalog.batches import batch_record
 from rowops.catalog.branches import BranchScope
 from rowops.catalog.transactions import DEFAULT_ISOLATION, LakeTransaction
 from rowops.errors import InvalidArgumentError
-from rowops.spec.identifiers import TableIdentifier
-from rowops.spec.inputs import checked_call
-from rowops.spec.results import OperationResult
+from rowops.request.identifiers import TableIdentifier
+from rowops.request.inputs import checked_call
+from rowops.request.results import OperationResult
 from rowops.table import Table
 
 if TYPE_CHECKING:

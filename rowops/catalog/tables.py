@@ -53,7 +53,7 @@ from rowops.meta.files import TableFiles
 from rowops.meta.metadata_cache import MetadataCache
 from rowops.meta.paths import join, to_uri
 from rowops.meta.v3 import metadata_json
-from rowops.spec.identifiers import TableIdentifier
+from rowops.request.identifiers import TableIdentifier
 
 MAX_COMMIT_ATTEMPTS = 100
 Producer = Callable[["LoadedTable"], tuple[TableMetadata, list[str]]]

@@ -67,7 +67,7 @@ from rowops.errors import (
 )
 from rowops.meta.evolution import SchemaChange
 from rowops.meta.files import TableFiles
-from rowops.spec.identifiers import TableIdentifier
+from rowops.request.identifiers import TableIdentifier
 
 ISOLATION_LEVELS = ("serializable", "snapshot")
 DEFAULT_ISOLATION = "serializable"

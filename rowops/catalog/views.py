@@ -10,7 +10,7 @@ from rowops.commit.row_delta import RowDelta
 from rowops.errors import ReadOnlyError
 from rowops.meta.evolution import SchemaChange
 from rowops.meta.files import TableFiles
-from rowops.spec.identifiers import TableIdentifier
+from rowops.request.identifiers import TableIdentifier
 
 
 class PinnedView:

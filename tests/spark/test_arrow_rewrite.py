@@ -13,7 +13,7 @@ import pytest
 
 import rowops
 from rowops.errors import CardinalityViolationError, NullValueError
-from rowops.exec import strategies
+from rowops.exec.writing import strategies
 from rowops.faults import InjectedFault
 from tests.conftest import make_lake
 from tests.readers import assert_readers_agree

@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import types as T
 
 import rowops
-from rowops.exec import equality_writes
+from rowops.exec.writing import equality_writes
 from tests.conftest import make_lake
 from tests.readers import assert_readers_agree, assert_same_rows, rowops_rows
 from tests.spark.tables import COLUMNS, SCHEMA, Layout, Oracle, frame, make_row

@@ -14,10 +14,10 @@ from pyspark.sql import functions as F
 
 import rowops
 from rowops import errors, operations
-from rowops.exec.session import session_conf
-from rowops.exec.source import release
-from rowops.exec.stats import BROADCAST_CAP_CONF, measured_bytes, physical_plan, row_bytes
-from rowops.spec.operations import simple_merge_spec
+from rowops.exec.reading.source import release
+from rowops.exec.spark.session import session_conf
+from rowops.exec.spark.stats import BROADCAST_CAP_CONF, measured_bytes, physical_plan, row_bytes
+from rowops.request.operations import simple_merge_spec
 from tests.readers import assert_readers_agree
 from tests.spark.tables import fingerprint
 

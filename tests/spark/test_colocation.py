@@ -10,8 +10,8 @@ from pyspark.sql import functions as F
 
 import rowops
 from rowops import errors, operations
-from rowops.exec.source import release
-from rowops.spec.operations import simple_merge_spec
+from rowops.exec.reading.source import release
+from rowops.request.operations import simple_merge_spec
 from tests.readers import assert_readers_agree
 from tests.spark.spark_metrics import (
     exchanges_above_scans_of,

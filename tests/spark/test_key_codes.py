@@ -8,9 +8,9 @@ import pytest
 from pyspark.sql import functions as F
 
 import rowops
-from rowops.exec import key_codes
-from rowops.exec.arrow_deletes import KeyCodec
-from rowops.exec.prescan import scan_source_keys
+from rowops.exec.reading import key_codes
+from rowops.exec.reading.prescan import scan_source_keys
+from rowops.exec.rewriting.arrow_deletes import KeyCodec
 from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, frame, make_row
 

@@ -15,9 +15,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 import rowops
 from rowops import errors
-from rowops.exec.listing import DISCOVERY_CONF, MIN_FILES, MIN_FILES_CONF, min_files
-from rowops.exec.session import session_conf
-from rowops.exec.stats import physical_plan
+from rowops.exec.spark.listing import DISCOVERY_CONF, MIN_FILES, MIN_FILES_CONF, min_files
+from rowops.exec.spark.session import session_conf
+from rowops.exec.spark.stats import physical_plan
 from rowops.meta.paths import parent, to_uri
 from tests.conftest import make_lake
 from tests.readers import assert_readers_agree

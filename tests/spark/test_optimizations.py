@@ -10,16 +10,16 @@ from pyiceberg.types import LongType
 from pyspark.sql import functions as F
 
 import rowops
-from rowops import operations
 from rowops.errors import CardinalityViolationError
-from rowops.exec import key_codes
-from rowops.exec.cardinality import repeated_matches_bitmap, repeated_matches_groupby
-from rowops.exec.changes import matched_rows, merge_changes
-from rowops.exec.compat import explain_text
-from rowops.exec.scan import scan
-from rowops.exec.summary import summarize
+from rowops.exec.changes.rows import matched_rows, merge_changes
+from rowops.exec.changes.summary import summarize
+from rowops.exec.checks.cardinality import repeated_matches_bitmap, repeated_matches_groupby
+from rowops.exec.reading import key_codes
+from rowops.exec.reading.scan import scan
+from rowops.exec.spark.compat import explain_text
 from rowops.meta.delete_index import delete_index
-from rowops.spec.operations import simple_merge_spec
+from rowops.request.operations import simple_merge_spec
+from rowops.run import row_level as operations
 from tests.conftest import make_lake
 from tests.readers import assert_readers_agree
 from tests.spark.spark_metrics import exchanges_above_scans_of, scans_of, shuffle_bytes_written

@@ -11,8 +11,8 @@ import threading
 import pytest
 from pyspark.sql import SparkSession
 
-from rowops.exec.parallel import CONCURRENT_CONF, run_together
-from rowops.exec.session import session_conf
+from rowops.exec.spark.parallel import CONCURRENT_CONF, run_together
+from rowops.exec.spark.session import session_conf
 from tpcds import bench_profile
 
 KEY = "rowops.test.overlapping"

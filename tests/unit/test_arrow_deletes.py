@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rowops.exec.arrow_deletes import DeletedKeys, KeyCodec, KeyDeletes, aligned_span, codec_over
+from rowops.exec.rewriting.arrow_deletes import DeletedKeys, KeyCodec, KeyDeletes, aligned_span, codec_over
 from rowops.meta.fileio import make_io
 
 FIELD_ID = b"PARQUET:field_id"
