@@ -60,6 +60,7 @@ class DeltaFiles(Protocol):
     @property
     def read_set(self) -> ReadSet: ...
 
+
 # An equality delete file this small has its keys read when its bounds overlap the delta's key ranges.
 SMALL_EQUALITY_DELETE_ROWS = 100_000
 _SHOWN_POSITIONS = 5
