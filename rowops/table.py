@@ -5,9 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-from pyiceberg.io import FileIO
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 
@@ -32,30 +31,10 @@ from rowops.request.operations import (
 from rowops.request.results import HealthReport, MaintenanceResult, OperationResult
 from rowops.run import maintenance, row_level
 from rowops.run.read import read_table
+from rowops.run.target import TableLake
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-
-
-class LakeScope(TableScope, Protocol):
-    """A lakehouse's own scope: the newest committed table states, and the FileIO reading their files."""
-
-    @property
-    def io(self) -> FileIO: ...
-
-
-class TableLake(Protocol):
-    """What a table handle needs of its lakehouse: ``rowops.Lakehouse`` (its lake log) or a
-    catalog-backed one (``Lakehouse.from_catalog``)."""
-
-    @property
-    def spark(self) -> SparkSession: ...
-
-    @property
-    def catalog(self) -> LakeScope: ...
-
-    @property
-    def location(self) -> str: ...
+    from pyspark.sql import DataFrame
 
 
 class Table:

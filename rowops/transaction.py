@@ -24,7 +24,8 @@ from rowops.errors import InvalidArgumentError
 from rowops.request.identifiers import TableIdentifier
 from rowops.request.inputs import checked_call
 from rowops.request.results import OperationResult
-from rowops.table import Table, TableLake
+from rowops.run.target import TableLake
+from rowops.table import Table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -57,7 +57,7 @@ from rowops.request.inputs import optional_sql
 from rowops.request.results import HealthReport, MaintenanceResult
 
 if TYPE_CHECKING:
-    from rowops.table import Table
+    from rowops.run.target import TableTarget
 
 COMPACT_POSITION_DELETES = "compact_position_deletes"
 CONVERT_EQUALITY_DELETES = "convert_equality_deletes"
@@ -69,7 +69,7 @@ REWRITE_MANIFESTS = "rewrite_manifests"
 class PreparedRewrite:
     """A rewrite whose files are written and whose delta is built, not yet committed."""
 
-    table: Table
+    table: TableTarget
     operation: str
     loaded: LoadedTable
     files: TableFiles
@@ -119,7 +119,7 @@ def _nothing(operation: str, started: float) -> MaintenanceResult:
     return MaintenanceResult(operation, None, duration_s=time.perf_counter() - started)
 
 
-def require_live(table: Table, operation: str) -> None:
+def require_live(table: TableTarget, operation: str) -> None:
     """Maintenance runs alone on the newest table state: not in a transaction, not on a past version."""
     if isinstance(table.scope, PinnedView):
         raise ReadOnlyError(f"{operation}: table {table.name} is read as of a past lake version")
@@ -144,7 +144,7 @@ def _delta(operation: str, **files: object) -> RowDelta:
     )
 
 
-def _prepare(table: Table, operation: str, loaded: LoadedTable, write: _Writer) -> PreparedRewrite:
+def _prepare(table: TableTarget, operation: str, loaded: LoadedTable, write: _Writer) -> PreparedRewrite:
     """Run ``write`` in a fresh staging area, removed again if writing fails."""
     stage = Staging(loaded.metadata.location, table.lake.catalog.io)
     try:
@@ -168,7 +168,7 @@ class _PositionRewrite(_Writer):
     """New position-delete files for ``targets`` replacing ``replaced`` (and, when converting,
     every equality delete)."""
 
-    table: Table
+    table: TableTarget
     operation: str
     loaded: LoadedTable
     files: TableFiles
@@ -203,7 +203,7 @@ class _PositionRewrite(_Writer):
         )
 
 
-def prepare_compact_position_deletes(table: Table) -> PreparedRewrite | None:
+def prepare_compact_position_deletes(table: TableTarget) -> PreparedRewrite | None:
     """Plan and write the merge of the position-delete files of each data file (no data is read)."""
     started = time.perf_counter()
     require_live(table, COMPACT_POSITION_DELETES)
@@ -221,7 +221,7 @@ def prepare_compact_position_deletes(table: Table) -> PreparedRewrite | None:
     return _prepare(table, COMPACT_POSITION_DELETES, loaded, write)
 
 
-def prepare_convert_equality_deletes(table: Table) -> PreparedRewrite | None:
+def prepare_convert_equality_deletes(table: TableTarget) -> PreparedRewrite | None:
     """Plan and write position deletes for every row an equality delete removes (reads those files)."""
     started = time.perf_counter()
     require_live(table, CONVERT_EQUALITY_DELETES)
@@ -239,7 +239,7 @@ def prepare_convert_equality_deletes(table: Table) -> PreparedRewrite | None:
 
 @dataclass
 class _DataRewrite(_Writer):
-    table: Table
+    table: TableTarget
     loaded: LoadedTable
     files: TableFiles
     targets: list[LiveFile]
@@ -274,7 +274,10 @@ def _names(delete: LiveFile, paths: set[str]) -> bool:
 
 
 def prepare_compact(
-    table: Table, where: str | None = None, max_bytes: int | None = None, target_file_size_: int | None = None
+    table: TableTarget,
+    where: str | None = None,
+    max_bytes: int | None = None,
+    target_file_size_: int | None = None,
 ) -> PreparedRewrite | None:
     """Plan and write a major compaction (see ``Table.compact``)."""
     started = time.perf_counter()
@@ -301,7 +304,7 @@ def run(prepared: PreparedRewrite | None, operation: str, started: float) -> Mai
     return replace(prepared.commit(), duration_s=time.perf_counter() - started)
 
 
-def rewrite_manifests(table: Table) -> MaintenanceResult:
+def rewrite_manifests(table: TableTarget) -> MaintenanceResult:
     """Merge the current snapshot's small manifests into target-size ones (see ``Table.rewrite_manifests``)."""
     started = time.perf_counter()
     require_live(table, REWRITE_MANIFESTS)
@@ -330,7 +333,7 @@ def rewrite_manifests(table: Table) -> MaintenanceResult:
     )
 
 
-def _lake_catalog(table: Table, operation: str) -> TableCatalog:
+def _lake_catalog(table: TableTarget, operation: str) -> TableCatalog:
     require_live(table, operation)
     catalog = table.lake.catalog
     if not isinstance(catalog, TableCatalog):
@@ -339,7 +342,7 @@ def _lake_catalog(table: Table, operation: str) -> TableCatalog:
 
 
 def expire_snapshots(
-    table: Table, older_than: datetime | timedelta | None = None, retain_last: int | None = None
+    table: TableTarget, older_than: datetime | timedelta | None = None, retain_last: int | None = None
 ) -> MaintenanceResult:
     """Expire snapshots and delete the files only they referenced (see ``Table.expire_snapshots``)."""
     started = time.perf_counter()
@@ -367,7 +370,7 @@ def expire_snapshots(
     )
 
 
-def remove_orphans(table: Table, older_than: timedelta, dry_run: bool = False) -> MaintenanceResult:
+def remove_orphans(table: TableTarget, older_than: timedelta, dry_run: bool = False) -> MaintenanceResult:
     """Delete unreferenced files of the table older than ``older_than`` (see ``Table.remove_orphans``)."""
     started = time.perf_counter()
     if not isinstance(older_than, timedelta) or older_than < timedelta(0):
@@ -392,7 +395,7 @@ def remove_orphans(table: Table, older_than: timedelta, dry_run: bool = False) -
     )
 
 
-def health(table: Table) -> HealthReport:
+def health(table: TableTarget) -> HealthReport:
     """The table's debt report (metadata only)."""
     loaded = table.load()
     files = live_files(loaded.metadata, table.lake.catalog.io)

@@ -38,7 +38,7 @@ from rowops.request.properties import isolation_level, row_level_conflicts
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from rowops.table import Table
+    from rowops.run.target import TableTarget
 
 DEFAULT_COLOCATED_MAX_BYTES = 256 * 1024 * 1024
 
@@ -47,7 +47,7 @@ DEFAULT_COLOCATED_MAX_BYTES = 256 * 1024 * 1024
 class Planned:
     """An operation planned against one table state, ready to execute."""
 
-    table: Table
+    table: TableTarget
     spec: OperationSpec
     source: DataFrame | None
     loaded: LoadedTable
@@ -126,7 +126,7 @@ def _outside_paydown(
     return outside_paydown(files, candidates, rewritable, read_weight)
 
 
-def plan(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str) -> Planned:
+def plan(table: TableTarget, spec: OperationSpec, source: DataFrame | None, strategy: str) -> Planned:
     """Check the operation, evaluate the source once (``exec/source.py``) and plan on it.
 
     The caller releases ``Planned.source`` (:func:`release`) once the operation is done.
@@ -163,7 +163,7 @@ def _runtime_filter(loaded: LoadedTable) -> bool:
 
 
 def _plan(
-    table: Table,
+    table: TableTarget,
     spec: OperationSpec,
     source: DataFrame | None,
     strategy: str,

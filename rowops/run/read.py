@@ -28,11 +28,11 @@ if TYPE_CHECKING:
     from pyiceberg.table.metadata import TableMetadata
     from pyspark.sql import DataFrame
 
-    from rowops.table import Table
+    from rowops.run.target import TableTarget
 
 
 def read_table(
-    table: Table, metadata: TableMetadata, snapshot_id: int | None, where: str | None
+    table: TableTarget, metadata: TableMetadata, snapshot_id: int | None, where: str | None
 ) -> DataFrame:
     """The rows of ``table`` at ``snapshot_id`` (current: None) matching ``where`` (all: None).
 

@@ -58,7 +58,7 @@ from rowops.request.results import OperationResult
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from rowops.table import Table
+    from rowops.run.target import TableTarget
 
 from rowops.run.planning import Planned, plan
 
@@ -265,7 +265,7 @@ def _rows_written(counts: dict[str, int | None], delta: RowDelta) -> int:
     return sum(f.record_count for f in delta.added_data)
 
 
-def run(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str) -> OperationResult:
+def run(table: TableTarget, spec: OperationSpec, source: DataFrame | None, strategy: str) -> OperationResult:
     """Plan, execute and commit one operation on ``table``."""
     started = time.perf_counter()
     with operation_conf(table.lake.spark):
@@ -277,7 +277,7 @@ def run(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: s
     return replace(result, duration_s=time.perf_counter() - started)
 
 
-def explain(table: Table, spec: OperationSpec, source: DataFrame | None, strategy: str) -> str:
+def explain(table: TableTarget, spec: OperationSpec, source: DataFrame | None, strategy: str) -> str:
     """The plan of an operation, with Spark's physical plan of its join; nothing is written."""
     with operation_conf(table.lake.spark):
         planned = plan(table, spec, source, strategy)
@@ -373,7 +373,7 @@ def _read_set(planned: Planned) -> ReadSet:
 
 
 def _commit(
-    table: Table, loaded: LoadedTable, files: TableFiles, delta: RowDelta, stage: Staging
+    table: TableTarget, loaded: LoadedTable, files: TableFiles, delta: RowDelta, stage: Staging
 ) -> LoadedTable | None:
     """Commit unless the delta changes nothing (then no snapshot is made).
 
@@ -408,7 +408,7 @@ def append_delta(df: DataFrame, metadata: TableMetadata, stage: Staging) -> RowD
     )
 
 
-def append(table: Table, df: DataFrame) -> OperationResult:
+def append(table: TableTarget, df: DataFrame) -> OperationResult:
     """Append the rows of ``df`` (columns matched by name) in one snapshot."""
     started = time.perf_counter()
     loaded = table.load()
