@@ -16,8 +16,6 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchNamespaceError as IcebergNoSuchNamespaceError
 from pyiceberg.exceptions import NoSuchTableError as IcebergNoSuchTableError
 from pyiceberg.exceptions import TableAlreadyExistsError as IcebergTableAlreadyExistsError
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import types as T
 
 from rowops import statements
 from rowops.catalog.external import CatalogScope
@@ -31,6 +29,7 @@ from rowops.errors import (
     UnsupportedTableFormatError,
 )
 from rowops.exec.checks.validation import require_dataframe
+from rowops.exec.spark.frames import DataFrame, SparkSession, T
 from rowops.exec.spark.session import configure, create_session
 from rowops.exec.spark.types import to_iceberg_schema
 from rowops.meta.tables import new_metadata

@@ -18,7 +18,7 @@ from rowops.run.row_level import run
 from rowops.table import Table
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from rowops.exec.spark.frames import DataFrame
 
 
 def _table(target: object) -> Table:

@@ -9,9 +9,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import types as T
-
 from rowops import statements
 from rowops.catalog.background import BackgroundRun
 from rowops.catalog.cleanup import (
@@ -40,6 +37,7 @@ from rowops.errors import (
     is_cleanable,
 )
 from rowops.exec.checks.validation import require_dataframe
+from rowops.exec.spark.frames import DataFrame, SparkSession, T
 from rowops.exec.spark.job_errors import spark_errors
 from rowops.exec.spark.session import configure, create_session
 from rowops.exec.spark.types import to_iceberg_schema

@@ -25,7 +25,7 @@ from rowops.sqltext.tables import TableUse, lake_template, snapshot_of, table_na
 from rowops.table import Table
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from rowops.exec.spark.frames import DataFrame, SparkSession
 
 
 class SqlScope(Protocol):

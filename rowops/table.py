@@ -34,7 +34,7 @@ from rowops.run.read import read_table
 from rowops.run.target import TableLake
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from rowops.exec.spark.frames import DataFrame
 
 
 class Table:

@@ -28,8 +28,7 @@ from rowops.run.target import TableLake
 from rowops.table import Table
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-    from pyspark.sql import types as T
+    from rowops.exec.spark.frames import DataFrame, T
 
 
 class TransactionLake(TableLake, Protocol):

@@ -41,7 +41,7 @@ from rowops.table import MergeBuilder, Table
 from rowops.transaction import Transaction
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from rowops.exec.spark.frames import DataFrame, SparkSession
 
 log = logging.getLogger("rowops.pipeline")
 Progress = Callable[[str], None]

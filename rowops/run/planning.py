@@ -36,8 +36,7 @@ from rowops.request.operations import DeleteSpec, MergeSpec, OperationSpec, Upda
 from rowops.request.properties import isolation_level, row_level_conflicts
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
+    from rowops.exec.spark.frames import DataFrame
     from rowops.run.target import TableTarget
 
 DEFAULT_COLOCATED_MAX_BYTES = 256 * 1024 * 1024

@@ -26,8 +26,8 @@ from rowops.plan.predicates import candidates, translate
 
 if TYPE_CHECKING:
     from pyiceberg.table.metadata import TableMetadata
-    from pyspark.sql import DataFrame
 
+    from rowops.exec.spark.frames import DataFrame
     from rowops.run.target import TableTarget
 
 

@@ -56,8 +56,7 @@ from rowops.request.properties import isolation_level
 from rowops.request.results import OperationResult
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-
+    from rowops.exec.spark.frames import DataFrame, SparkSession
     from rowops.run.target import TableTarget
 
 from rowops.run.planning import Planned, plan
