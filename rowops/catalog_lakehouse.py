@@ -38,7 +38,7 @@ from rowops.request.inputs import check_properties, checked_call, name_list
 from rowops.request.partitioning import parse_partition_by
 from rowops.request.results import OperationResult
 from rowops.request.sorting import parse_sort_by
-from rowops.run import row_level
+from rowops.run.append import append_table
 from rowops.table import Table
 
 
@@ -189,7 +189,7 @@ class CatalogLakehouse:
         table = Table(self, ident)
         if isinstance(data, DataFrame):
             try:
-                row_level.append(table, data)
+                append_table(table, data)
             except BaseException:
                 with contextlib.suppress(Exception):
                     self.iceberg_catalog.drop_table(ident.path_parts)

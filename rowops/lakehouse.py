@@ -53,7 +53,7 @@ from rowops.request.inputs import check_properties, checked_call, name_list
 from rowops.request.partitioning import parse_partition_by
 from rowops.request.results import OperationResult
 from rowops.request.sorting import parse_sort_by
-from rowops.run.row_level import append_delta
+from rowops.run.append import append_delta
 from rowops.table import Table
 from rowops.transaction import Transaction
 

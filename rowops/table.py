@@ -30,6 +30,7 @@ from rowops.request.operations import (
 )
 from rowops.request.results import HealthReport, MaintenanceResult, OperationResult
 from rowops.run import maintenance, row_level
+from rowops.run.append import append_table
 from rowops.run.read import read_table
 from rowops.run.target import TableLake
 
@@ -206,7 +207,7 @@ class Table:
     @checked_call
     def append(self, df: DataFrame) -> OperationResult:
         """Append rows (columns by name; types must fit the table)."""
-        return row_level.append(self, require_dataframe(df, "append's df"))
+        return append_table(self, require_dataframe(df, "append's df"))
 
     @checked_call
     def merge(self, source: DataFrame, on: str | list[str]) -> MergeBuilder:

@@ -43,7 +43,7 @@ PHASES = (
     ("rowops.run.row_level", "row_changes"),
     ("rowops.run.row_level", "summarize"),
     ("rowops.run.row_level", "_delta"),
-    ("rowops.run.row_level", "_commit"),
+    ("rowops.run.row_level", "commit_changes"),
     ("rowops.exec.checks.operation", "check_keys"),
     ("rowops.exec.writing.strategies", "rewrite_files"),
     ("rowops.exec.writing.strategies", "delete_positions"),

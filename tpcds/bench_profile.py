@@ -38,7 +38,7 @@ PROFILE_TARGETS: tuple[tuple[str, str], ...] = (
     ("rowops.run.row_level", "_check_cardinality"),
     ("rowops.run.row_level", "_delta"),
     ("rowops.run.row_level", "data_files_from_parquet"),
-    ("rowops.run.row_level", "_commit"),
+    ("rowops.run.row_level", "commit_changes"),
     ("rowops.run.row_level", "summarize"),
     ("rowops.exec.writing.strategies", "copy_on_write"),
     ("rowops.exec.writing.strategies", "position_delete"),

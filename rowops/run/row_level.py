@@ -10,7 +10,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pyiceberg.manifest import DataFileContent
-from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation
 
 from rowops.catalog.history import UNKNOWN_ROWS
@@ -26,9 +25,7 @@ from rowops.exec.changes.rows import (
     update_changes,
 )
 from rowops.exec.changes.summary import summarize
-from rowops.exec.checks.expressions import case_sensitive
-from rowops.exec.checks.operation import check_keys, with_write_defaults
-from rowops.exec.checks.validation import check_source
+from rowops.exec.checks.operation import check_keys
 from rowops.exec.reading.file_reads import POS_COL, file_uris, read_data_files
 from rowops.exec.reading.scan import scan
 from rowops.exec.reading.slicing import join_slices
@@ -39,9 +36,9 @@ from rowops.exec.spark.session import operation_conf
 from rowops.exec.spark.stats import physical_plan
 from rowops.exec.writing import equality_writes, strategies
 from rowops.exec.writing.strategies import WriteContext, Written
-from rowops.exec.writing.write import Staging, staging, write_data
+from rowops.exec.writing.write import Staging, staging
 from rowops.meta.delete_index import dangling_equality_deletes
-from rowops.meta.files import TableFiles, data_files_from_parquet, live_files
+from rowops.meta.files import TableFiles, data_files_from_parquet
 from rowops.plan.explain import FileGroup, format_report
 from rowops.plan.metadata_delete import METADATA_ONLY
 from rowops.plan.strategy import (
@@ -54,12 +51,11 @@ from rowops.plan.strategy import (
 from rowops.request.operations import MergeSpec, OperationSpec, UpdateSpec, describe
 from rowops.request.properties import isolation_level
 from rowops.request.results import OperationResult
+from rowops.run.planning import Planned, plan
 
 if TYPE_CHECKING:
     from rowops.exec.spark.frames import DataFrame, SparkSession
     from rowops.run.target import TableTarget
-
-from rowops.run.planning import Planned, plan
 
 
 def row_changes(planned: Planned, spark: SparkSession, columns: list[str]) -> RowChanges:
@@ -229,7 +225,7 @@ def execute(planned: Planned) -> OperationResult:
         groups = _groups(written, planned.files)
         strategy = _final_strategy(planned, groups)  # the result's and the snapshot summary's
         delta = _delta(written, planned, counts, strategy)
-        committed = _commit(planned.table, planned.loaded, planned.files, delta, stage)
+        committed = commit_changes(planned.table, planned.loaded, planned.files, delta, stage)
         if committed is None:
             stage.discard()
     report = replace(planned.report, groups=groups, strategy=strategy)
@@ -371,7 +367,7 @@ def _read_set(planned: Planned) -> ReadSet:
     return ReadSet.of_keys(tuple(spec.on_columns), keyed.ranges.by_partition, spec_id, follows_key)
 
 
-def _commit(
+def commit_changes(
     table: TableTarget, loaded: LoadedTable, files: TableFiles, delta: RowDelta, stage: Staging
 ) -> LoadedTable | None:
     """Commit unless the delta changes nothing (then no snapshot is made).
@@ -384,39 +380,3 @@ def _commit(
             table.scope.note_read(table.identifier)
         return None
     return table.scope.commit_delta(loaded, files, delta, listener=stage)
-
-
-def append_delta(df: DataFrame, metadata: TableMetadata, stage: Staging) -> RowDelta:
-    """Write ``df``'s rows (checked against the table schema; columns it lacks that have a
-    write-default get it) and describe them as an append."""
-    df = with_write_defaults(df, metadata.schema())
-    check_source(df.schema, metadata.schema(), case_sensitive=case_sensitive(df.sparkSession))
-    written = write_data(df, metadata, stage.next_dir("data"))
-    added = tuple(data_files_from_parquet(written, metadata, stage.io))
-    return RowDelta(
-        Operation.APPEND,
-        added_data=added,
-        blind=True,
-        schema_id=metadata.current_schema_id,
-        spec_id=metadata.default_spec_id,
-        extra_summary={
-            "rowops.strategy": "append",
-            "rowops.operation": "append",
-            "rowops.rows-inserted": str(sum(f.record_count for f in added)),
-        },
-    )
-
-
-def append(table: TableTarget, df: DataFrame) -> OperationResult:
-    """Append the rows of ``df`` (columns matched by name) in one snapshot."""
-    started = time.perf_counter()
-    loaded = table.load()
-    files = live_files(loaded.metadata, table.lake.catalog.io)
-    with staging(loaded.metadata.location, table.lake.catalog.io) as stage, spark_errors("append"):
-        delta = append_delta(df, loaded.metadata, stage)
-        committed = _commit(table, loaded, files, delta, stage)
-    snapshot = committed.metadata.current_snapshot_id if committed else loaded.metadata.current_snapshot_id
-    rows = sum(f.record_count for f in delta.added_data)
-    added = len(delta.added_data)
-    duration = time.perf_counter() - started
-    return OperationResult("append", snapshot, rows, 0, 0, added, 0, 0, duration, rows_written=rows)
