@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "rowops.statements",
             "rowops.functions",
             "rowops.table",
+            "rowops.merge_builder",
         ),
     ),
     ("run", ("rowops.run",)),
