@@ -10,10 +10,10 @@ from typing import Any
 
 from pyiceberg.table.metadata import TableMetadata
 
+from rowops.catalog.attempts import CommitListener
 from rowops.catalog.history import commit_counts
 from rowops.catalog.log import LakeLog, LakeVersion, TableEntry
 from rowops.catalog.steps import DeltaStep, Step
-from rowops.catalog.tables import CommitListener
 from rowops.commit.row_delta import snapshot_summary
 from rowops.errors import CommitConflictError, ConflictKind
 

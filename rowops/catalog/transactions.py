@@ -25,6 +25,7 @@ import uuid
 from pyiceberg.table.metadata import TableMetadata
 
 from rowops import faults
+from rowops.catalog.attempts import Attempts, CommitListener, remove_quietly
 from rowops.catalog.batches import same_batch_between
 from rowops.catalog.history import created_counts
 from rowops.catalog.log import LakeVersion, TableEntry
@@ -43,15 +44,7 @@ from rowops.catalog.steps import (
 )
 from rowops.catalog.storage import sync_files
 from rowops.catalog.table_work import TableWork, conflict_error, transaction_record, who_changed
-from rowops.catalog.tables import (
-    MAX_COMMIT_ATTEMPTS,
-    Attempts,
-    CommitListener,
-    LoadedTable,
-    TableCatalog,
-    new_snapshot_id,
-    remove_quietly,
-)
+from rowops.catalog.tables import MAX_COMMIT_ATTEMPTS, LoadedTable, TableCatalog, new_snapshot_id
 from rowops.commit.refs import RefChange
 from rowops.commit.row_delta import RowDelta, apply
 from rowops.errors import (

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from rowops.catalog.attempts import CommitListener
 from rowops.catalog.expired import check_offered
 from rowops.catalog.log import LakeVersion
-from rowops.catalog.tables import CommitListener, LoadedTable, TableCatalog
+from rowops.catalog.tables import LoadedTable, TableCatalog
 from rowops.commit.refs import RefChange
 from rowops.commit.row_delta import RowDelta
 from rowops.errors import ReadOnlyError
