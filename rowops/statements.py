@@ -3,7 +3,7 @@
 ``MERGE INTO`` / ``UPDATE`` / ``DELETE FROM`` are parsed (``rowops/sqltext/parse.py``) into the same
 specs the builder produces and run by ``operations.run`` (every strategy, ``auto``, ``EXPLAIN``,
 transactions); a query runs through Spark SQL with the lake's tables replaced by DataFrames of their
-snapshots (``rowops/sqltext/tables.py``, ``rowops/exec/sql_query.py``). The MERGE source is such a
+snapshots (``rowops/sqltext/tables.py``, ``rowops/exec/spark/sql_query.py``). The MERGE source is such a
 query too: ``SELECT * FROM <source>`` (a lake table, a temporary view, a subquery, ``VALUES``).
 """
 

@@ -105,7 +105,7 @@ class Table:
             snapshot_id: a past snapshot to read (time travel); None: the current one.
             where: a Spark SQL filter: the same rows as ``to_df().where(where)``, but manifests and data
                 files whose partition values or column bounds cannot match are never read
-                (``rowops/reads.py``).
+                (``rowops/run/read.py``).
             ref: a branch or tag to read (its snapshot), instead of ``snapshot_id``.
         """
         metadata = self.metadata
@@ -230,7 +230,7 @@ class Table:
         """DELETE the rows matching ``where`` (all rows when None)."""
         return row_level.run(self, DeleteSpec(optional_sql(where, "where=")), None, strategy)
 
-    # -- maintenance (rowops/maintenance_ops.py; each a normal commit that never changes the rows) ------
+    # -- maintenance (rowops/run/maintenance.py; each a normal commit that never changes the rows) ------
     @checked_call
     def compact_position_deletes(self) -> MaintenanceResult:
         """Minor compaction: merge the position-delete files of each data file into one (no data rewrite)."""

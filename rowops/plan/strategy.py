@@ -141,7 +141,7 @@ class Decision:
     ``clears_debt``: a copy-on-write chosen by cost, priced (``cost.strategy_costs``) as rewriting
     every candidate file that deletes apply to, touched or not, so that it clears their read debt.
     ``by_key``: that copy-on-write rewrites every candidate file by the source's keys, without a join
-    (``cost.keyed_rewrite_cost``, ``exec/keyed_rewrite.py``).
+    (``cost.keyed_rewrite_cost``, ``exec/rewriting/keyed_rewrite.py``).
     """
 
     strategy: str

@@ -1,4 +1,4 @@
-"""Table properties rowops reads, validated where they are used (``spec/inputs.py`` checks them where set).
+"""Table properties rowops reads, validated where they are used (``request/inputs.py`` checks them where set).
 
 >>> isolation_level({})
 'serializable'

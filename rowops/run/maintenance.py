@@ -1,4 +1,4 @@
-"""Running table maintenance: plan (``rowops/maintenance``), write (``exec/maintenance.py``), commit.
+"""Running table maintenance: plan (``rowops/maintenance``), write (``exec/rewriting/maintenance.py``), commit.
 
 Each rewrite is one ``replace`` snapshot through the table's usual commit path
 (``TableScope.commit_delta``) with Iceberg's RewriteFiles validations (``commit.row_delta.find_conflict``

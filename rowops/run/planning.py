@@ -126,7 +126,7 @@ def _outside_paydown(
 
 
 def plan(table: TableTarget, spec: OperationSpec, source: DataFrame | None, strategy: str) -> Planned:
-    """Check the operation, evaluate the source once (``exec/source.py``) and plan on it.
+    """Check the operation, evaluate the source once (``exec/reading/source.py``) and plan on it.
 
     The caller releases ``Planned.source`` (:func:`release`) once the operation is done.
     """
@@ -147,7 +147,7 @@ def plan(table: TableTarget, spec: OperationSpec, source: DataFrame | None, stra
 
 def _may_rewrite_by_key(spec: OperationSpec, strategy: str, loaded: LoadedTable) -> bool:
     """Whether ``strategy`` (the requested or pinned one) may run ``spec`` as a copy-on-write
-    rewritten by key (``exec/keyed_rewrite.py``): ``auto``, or a copy-on-write of a blind upsert,
+    rewritten by key (``exec/rewriting/keyed_rewrite.py``): ``auto``, or a copy-on-write of a blind upsert,
     unless the table property ``rowops.rewrite.by-key.enabled`` is ``false``."""
     if _property(loaded, BY_KEY_PROPERTY, "true").lower() != "true":
         return False
@@ -266,7 +266,7 @@ def _join_layout(
     if _property(loaded, "rowops.colocated-join.enabled", "true").lower() != "true":
         return JoinLayout("shuffle", COLOCATION_DISABLED)
     limit = int(_property(loaded, "rowops.colocated-join.max-bytes", str(DEFAULT_COLOCATED_MAX_BYTES)))
-    limit = min(limit, broadcast_cap(source.sparkSession))  # measured bytes, hard cap: exec/stats.py
+    limit = min(limit, broadcast_cap(source.sparkSession))  # measured bytes, hard cap: exec/spark/stats.py
     size = measured_bytes(source, keyed.rows if keyed else None, measured=keyed.bytes if keyed else None)
     by_partition = None
     if keyed and keyed.rows_by_partition is not None and loaded.metadata.spec().fields:

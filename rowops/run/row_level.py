@@ -157,7 +157,7 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
 
 def _rewrite_by_key(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int | None]] | None:
     """The copy-on-write rewritten by key (``Decision.by_key``), without a join
-    (``exec/keyed_rewrite.py``), and its row counts: every live target row of a source key is
+    (``exec/rewriting/keyed_rewrite.py``), and its row counts: every live target row of a source key is
     replaced (updated), the other source rows are inserted (the keys are the table's identifier
     and unique in the source). None: not chosen, or some file needs Spark's rewrite (nothing written).
     """

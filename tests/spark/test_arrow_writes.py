@@ -1,4 +1,4 @@
-"""New data and equality-delete files written by pyarrow in Spark tasks (``exec/arrow_writes.py``):
+"""New data and equality-delete files written by pyarrow in Spark tasks (``exec/writing/arrow_writes.py``):
 which tables take that way, and that the files read back as Spark's writer's would, through every
 reader."""
 

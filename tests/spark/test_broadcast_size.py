@@ -1,4 +1,4 @@
-"""The forced broadcast is sized from measured bytes, under a hard cap (``exec/stats.py``).
+"""The forced broadcast is sized from measured bytes, under a hard cap (``exec/spark/stats.py``).
 
 A source of 2 KB strings is ~36 bytes a row by Spark's default widths (a string is 20 bytes) but
 ~2 KB a row measured: under ``rowops.broadcast.max-bytes`` by the first, far above it by the second.

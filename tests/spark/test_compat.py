@@ -1,5 +1,5 @@
 """rowops uses only public Spark APIs (classic 3.5, 4.x and the Spark Connect client), except inside
-``rowops/exec/compat.py``; what it now computes without the JVM agrees with the JVM (the oracle here)."""
+``rowops/exec/spark/compat.py``; what it now computes without the JVM agrees with the JVM (the oracle here)."""
 
 from __future__ import annotations
 
@@ -183,7 +183,7 @@ def test_with_metadata_reaches_the_parquet_files(spark, tmp_path: Path) -> None:
 
 
 def test_rows_land_in_the_partition_placement_chose(spark: SparkSession) -> None:
-    """``exec/placement.py`` computes Spark's partitioning hash without the JVM: it must agree with
+    """``exec/spark/placement.py`` computes Spark's partitioning hash without the JVM: it must agree with
     the SQL ``hash`` and with ``repartition(n, key)``, else rewrite tasks are unbalanced again."""
     values = [0, 1, -1, -7, 12345, 2**31 - 1, -(2**31)]
     hashed = spark.range(1).select(*[F.hash(F.lit(v).cast("int")) for v in values]).collect()[0]

@@ -1,4 +1,4 @@
-"""The pre-scan's uniqueness check from collected key codes (``exec/key_codes.py``), against Python's
+"""The pre-scan's uniqueness check from collected key codes (``exec/reading/key_codes.py``), against Python's
 own count of the keys; and the rewrite by key that uses those codes, read back by every reader."""
 
 from __future__ import annotations

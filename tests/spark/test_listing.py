@@ -1,4 +1,4 @@
-"""Reading exactly the snapshot's files when Spark lists their directories (``exec/listing.py``).
+"""Reading exactly the snapshot's files when Spark lists their directories (``exec/spark/listing.py``).
 
 From ``rowops.scan.directory-listing-min-files`` files on, rowops hands Spark the files' directories
 and keeps the named files by ``_metadata.file_path``; here the threshold is 1, so every read lists

@@ -208,7 +208,7 @@ def test_auto_paydown_clears_the_read_debt_of_every_candidate(any_lake, java, mo
     too (and folds the small ones into its new files): afterwards no delete applies to any data file,
     the dangling equality deletes are gone, and the rows are the upserted ones.
 
-    A blind upsert on unique integer keys is rewritten by key (``exec/keyed_rewrite.py``): no MERGE
+    A blind upsert on unique integer keys is rewritten by key (``exec/rewriting/keyed_rewrite.py``): no MERGE
     join, so no summary pass (its tasks count the live rows they replace); a conditional MERGE joins."""
     table, expected = _indebted(any_lake)
     joined = []

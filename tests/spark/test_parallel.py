@@ -1,4 +1,4 @@
-"""An operation's writes run together from driver threads (``rowops/exec/parallel.py``): they really
+"""An operation's writes run together from driver threads (``rowops/exec/spark/parallel.py``): they really
 overlap, a failure is raised only once every write has ended (the staging area is removed after),
 each thread keeps the caller's Spark job properties, and session settings changed by overlapping
 blocks are restored to the session's own value."""

@@ -1,4 +1,4 @@
-"""The read path under deletes (``exec/scan.py``): which rows meet which delete machinery, and the
+"""The read path under deletes (``exec/reading/scan.py``): which rows meet which delete machinery, and the
 physical plan Spark runs for a read (no timings: shapes only; correctness is the behaviour suites')."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Equality deletes applied in a rewrite task (``exec/arrow_deletes.py``), without Spark: packed keys
+"""Equality deletes applied in a rewrite task (``exec/rewriting/arrow_deletes.py``), without Spark: packed keys
 match exactly what a null-safe comparison of the key columns matches, across delete files."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``exec/sorted_ints.py`` against numpy's own ``np.unique`` (the oracle), on any int64 array."""
+"""``exec/reading/sorted_ints.py`` against numpy's own ``np.unique`` (the oracle), on any int64 array."""
 
 from __future__ import annotations
 

@@ -1,14 +1,14 @@
 """The projection of a MERGE's joined rows as SQL text: each row's action and the new values.
 
-``exec/changes.py`` computes, per joined row, the index of the first WHEN clause that applies and one
+``exec/changes/rows.py`` computes, per joined row, the index of the first WHEN clause that applies and one
 value per table column (a CASE on that index). Built from PySpark ``Column`` objects this costs
 classic PySpark a Py4J round trip or two per function call, ~10 per column and clause (0.44 s of
 a Case 2 MERGE of the 23 store_sales columns, measured with cProfile); as SQL text the projection
 goes to the JVM in one piece (``compat.select_exprs``). The text computes what the ``Column``
 version built: clause conditions and assigned values are the user's SQL, checked on their own
-before (``exec/expressions.py``), each in parentheses and followed by a line break (a trailing
+before (``exec/checks/expressions.py``), each in parentheses and followed by a line break (a trailing
 ``--`` comment ends there). A value set inside a struct (``SET s.c1 = ...``) needs ``withField``:
-such a column has no text form (None), and ``exec/changes.py`` builds it from ``Column`` objects
+such a column has no text form (None), and ``exec/changes/rows.py`` builds it from ``Column`` objects
 around the same texts. On Spark Connect the text goes as it is (``selectExpr``).
 """
 

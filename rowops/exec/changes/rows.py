@@ -88,7 +88,7 @@ def _new_value(spec: MergeSpec, column: str, columns: list[str]) -> Column:
 
 def _staged(joined: DataFrame, spec: MergeSpec, columns: list[str], keep: tuple[str, ...] = ()) -> DataFrame:
     """Per joined row: row id, the index of the first applicable WHEN clause, and the new values, as
-    SQL text handed over in one piece (``exec/merge_sql.py``); a column a clause sets a field inside
+    SQL text handed over in one piece (``exec/changes/merge_sql.py``); a column a clause sets a field inside
     is a ``Column`` (:func:`_new_value`).
 
     ``keep``: SQL expressions of more columns to keep (source keys or row ids).
@@ -106,7 +106,7 @@ def _unmatched_source(s: DataFrame, matched_part: DataFrame, spec: MergeSpec, sm
 
     A merge on key columns anti-joins on the keys (``=``, as the ON condition: a NULL key matched
     nothing, so it is never among the matched keys and its row is kept), reading the source again;
-    any other ON condition needs source row ids. The source was evaluated once (``exec/source.py``),
+    any other ON condition needs source row ids. The source was evaluated once (``exec/reading/source.py``),
     so both reads see the same rows and the row ids are stable.
 
     ``small``: the source was broadcast to the join, so its matched keys (or ids) are broadcast as they

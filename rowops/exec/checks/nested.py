@@ -2,7 +2,7 @@
 
 Spark casts structs by position, so a source whose struct fields come in another order (or a value
 built by ``withField``) is first rebuilt field by field by name; :func:`conform` then leaves a plain
-cast to the table's type (``exec/write.py``). ``SET s.c1 = ...`` replaces one field of a struct with
+cast to the table's type (``exec/writing/write.py``). ``SET s.c1 = ...`` replaces one field of a struct with
 ``Column.withField`` (a NULL struct stays NULL, as in Spark SQL). :func:`null_violations` finds NULLs
 in required nested fields, list elements and map values (Spark's cast into the table's type makes every
 nested field nullable, so the writer checks them itself).

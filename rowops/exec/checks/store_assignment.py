@@ -9,7 +9,7 @@ Tables of primitive columns are typed by SQL text, handed to the JVM in one piec
 column (``Column.cast`` looks the session up, and so does every ``F`` function), some 700 of the
 ~1,900 of an equality-delete MERGE of a 23-column table. The field ids are set by
 ``compat.with_metadata`` (four round trips per column instead of twelve). Nested columns are typed by
-``Column`` expressions (``exec/nested.py``).
+``Column`` expressions (``exec/checks/nested.py``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The type rules are Spark's ANSI store assignment (``spark.sql.storeAssignmentPolicy=ANSI``, Spark's
 default; ``Cast.canANSIStoreAssign``): a value may be written to a column when the cast is
-reasonable — numeric to numeric (overflow is checked at run time, see ``exec/write.py``), anything
+reasonable — numeric to numeric (overflow is checked at run time, see ``exec/writing/write.py``), anything
 atomic to string, between date and the timestamps — and never from a string to a number, a date
 or a boolean. The same rules apply to MERGE ``UPDATE SET *``/``INSERT *`` (source columns by name),
 explicit assignments of MERGE and UPDATE (the analyzed type of each expression) and appends.

@@ -7,7 +7,7 @@ delete rowops writes) a key match implies a partition match and the join compare
 (tables written by other engines) rows and keys are tagged with a partition id and compared too.
 
 Integer keys with bounds in the delete files' metrics are packed into one long on both sides of the
-join (:func:`packed_key`, the codec of ``exec/arrow_deletes.py``): Spark then looks a single long up in
+join (:func:`packed_key`, the codec of ``exec/rewriting/arrow_deletes.py``): Spark then looks a single long up in
 its own hash map instead of hashing and comparing a row of columns. Measured on a read after one
 Case 2 micro-batch of equality deletes: 9.1 s -> 7.5 s at SF 10 (29M rows, 579K keys), 1.79 s ->
 1.62 s at SF 1 (medians of three, interleaved). Other keys are joined column by column.
@@ -59,7 +59,7 @@ class KeySet:
         required: whether each column is required (never NULL).
         codec: the codec of the packed keys.
         prefix: ``(column index, its distinct slots in the keys as _eq_prefix, broadcast)`` when rows
-            probe one column first (``exec/packed_keys.py``).
+            probe one column first (``exec/reading/packed_keys.py``).
     """
 
     names: list[str]
@@ -152,7 +152,7 @@ def _file_tags(tags: Sequence[Tag], partitions: Partitions | None) -> list[Colum
 
     One scan instead of one per sequence number: Spark's file index is built once, and the broadcast
     of the keys reads all files in one stage of few tasks. Measured on a read after ten Case 2
-    micro-batches at SF 1 (160 delete files), with ``exec/literal_frames.py``: 2.43 / 2.25 s -> 2.06 /
+    micro-batches at SF 1 (160 delete files), with ``exec/spark/literal_frames.py``: 2.43 / 2.25 s -> 2.06 /
     2.05 s (two alternating runs of four reads each; driver build 0.39-0.42 -> 0.24-0.27 s).
     """
     if len(tags) == 1:
@@ -195,7 +195,7 @@ def _drop_deleted(
 
 def _with_prefix_hits(rows: DataFrame, keys: KeySet) -> DataFrame:
     """``rows`` with ``_eq_prefix_hit`` (true: some key has the row's value of the prefix column,
-    NULL: none has) when ``keys`` has a prefix (``exec/packed_keys.py``), else ``rows``."""
+    NULL: none has) when ``keys`` has a prefix (``exec/reading/packed_keys.py``), else ``rows``."""
     if keys.prefix is None or keys.codec is None:
         return rows
     index, slots = keys.prefix

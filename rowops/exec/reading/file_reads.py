@@ -43,7 +43,7 @@ def file_uris(spark: SparkSession, files: Iterable[LiveFile]) -> dict[str, str]:
 def read_parquet(spark: SparkSession, schema: T.StructType, paths: Sequence[str]) -> DataFrame:
     """Read exactly the Parquet files at ``paths`` (keys) by Iceberg field id (no partition inference);
     Spark is given ``file:``/``s3a:`` URIs, whatever the session's default file system: the files by
-    name, or from :data:`listing.MIN_FILES` files on their directories, files kept by name (``exec/listing.py``)."""
+    name, or from :data:`listing.MIN_FILES` files on their directories, files kept by name (``exec/spark/listing.py``)."""
     reader = spark.read.schema(schema).option("recursiveFileLookup", "true")
     return read_files(spark, reader, paths)
 
@@ -129,7 +129,7 @@ def broadcast_if_fits(spark: SparkSession, rows: DataFrame, size: int) -> DataFr
     compressed bytes and shuffles both sides above 10 MB: at SF 10, four micro-batches of keys
     (~10 MB of Parquet) turned every later read into a sort-merge join that shuffles the whole table
     (measured 1.5-1.7x slower than the broadcast already at SF 1). Above ``rowops.broadcast.max-bytes``
-    (``exec/stats.py``) Spark decides.
+    (``exec/spark/stats.py``) Spark decides.
     """
     return F.broadcast(rows) if fits_broadcast(spark, size) else rows
 

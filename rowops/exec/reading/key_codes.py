@@ -1,11 +1,11 @@
 """A source's integer keys packed into one ``long`` each and collected on the driver, sorted.
 
 Two uses, both for a source of at most :data:`MAX_COLLECTED_KEYS` rows:
-  * the pre-scan's uniqueness check (``exec/prescan.py``): the codes are distinct exactly when the
+  * the pre-scan's uniqueness check (``exec/reading/prescan.py``): the codes are distinct exactly when the
     keys are (the codec covers the source's own ranges, so packing is one-to-one), where Spark's
     ``countDistinct`` would shuffle every key twice (measured on Case 3's 181K-row batch, SF 1:
     0.54 s for the pre-scan with ``countDistinct``, 0.22 s without it);
-  * the rewrite by key (``exec/keyed_rewrite.py``): its tasks look rows up in these codes, so the
+  * the rewrite by key (``exec/rewriting/keyed_rewrite.py``): its tasks look rows up in these codes, so the
     rewrite need not wait for the source rows to be written first.
 
 The codes are computed by Spark (``packed_keys.packed_key``, the arithmetic of

@@ -36,7 +36,7 @@ class SourceKeys:
     is not a function of the keys. ``keys_unique``: no source key is NULL or repeated (None when
     not checked), what an equality-delete write requires. ``bytes``: the Arrow bytes of all source rows
     (:func:`rowops.exec.spark.stats.arrow_row_bytes`), when measured. ``codes``: the source's keys packed
-    and collected when the check used them (``exec/key_codes.py``), for a rewrite by key.
+    and collected when the check used them (``exec/reading/key_codes.py``), for a rewrite by key.
     """
 
     rows: int

@@ -1,11 +1,11 @@
 """Reading an Iceberg snapshot with Spark: data files by field id, deletes applied.
 
-Rows carry their identity as ``_file`` and ``_pos`` (``exec/file_reads.py``). Deletes follow Iceberg's
+Rows carry their identity as ``_file`` and ``_pos`` (``exec/reading/file_reads.py``). Deletes follow Iceberg's
 sequence-number rules:
   * a position delete applies to rows of the file it names (it is always written after that file,
     so its data sequence number is >= the file's);
   * an equality delete applies to rows of older data files with the same key, in its partition
-    (``exec/equality_deletes.py``). Data files no equality delete applies to skip the join, and only
+    (``exec/reading/equality_deletes.py``). Data files no equality delete applies to skip the join, and only
     the deletes that apply to some joined file are read.
 
 Which deletes apply to which files is looked up in one :class:`rowops.meta.delete_index.DeleteIndex`
@@ -50,7 +50,7 @@ def position_deletes(
 ) -> DataFrame | None:
     """The ``(_file, _pos)`` pairs of ``deletes``, for anti-joins with rows of ``data_files``.
 
-    Deletion vectors (v3) are read on executors from their Puffin files (``exec/deletion_vectors.py``),
+    Deletion vectors (v3) are read on executors from their Puffin files (``exec/writing/deletion_vectors.py``),
     position delete files as Parquet.
 
     When every data file has a plain local path, Spark's name of a file is ``file:`` + path, computed

@@ -3,8 +3,8 @@
 numpy 2.3+ finds ``np.unique``'s values with a hash table, then sorts them. On arrays of mostly
 distinct 64-bit codes that is an order of magnitude slower than a sort: 1.3-1.7 s for the 1.8M keys of
 one Case 3 batch at SF 10 (numpy 2.4, this machine), against 0.1 s for ``np.sort`` and one comparison
-of neighbours. Key codes are collected on the driver for every keyed MERGE (``exec/key_codes.py``)
-and loaded from delete files in every rewrite task (``exec/arrow_deletes.py``).
+of neighbours. Key codes are collected on the driver for every keyed MERGE (``exec/reading/key_codes.py``)
+and loaded from delete files in every rewrite task (``exec/rewriting/arrow_deletes.py``).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ def evaluate_once(source: DataFrame) -> DataFrame:
 def release(evaluated: DataFrame | None) -> None:
     """Free the stored rows of a DataFrame returned by :func:`evaluate_once` (no-op for None).
 
-    Classic PySpark has no public handle on a checkpoint's RDD: ``exec/compat.py`` reaches for it.
+    Classic PySpark has no public handle on a checkpoint's RDD: ``exec/spark/compat.py`` reaches for it.
     """
     if evaluated is not None:
         release_checkpoint(evaluated)

@@ -1,6 +1,6 @@
 """Equality deletes applied inside an Arrow rewrite task, without a Spark join.
 
-A copy-on-write rewrite in Arrow (``exec/arrow_rewrite.py``) reads every row of a file anyway; the rows
+A copy-on-write rewrite in Arrow (``exec/rewriting/arrow_rewrite.py``) reads every row of a file anyway; the rows
 the file's equality deletes remove can be found there too, instead of by a key-only Spark scan of the
 file semi-joined with every key (``equality_deletes.equality_deleted_positions``), which at SF 10 probed 29M rows
 against a hash table of millions of keys. Here the task reads the delete files that apply to the file
@@ -82,11 +82,11 @@ class KeyDeletes:
 @dataclass(frozen=True, eq=False)
 class KeyCodes:
     """Keys given as their codes (sorted, distinct), not as delete files: the source keys of a rewrite
-    by key, collected before any file is written (``exec/keyed_rewrite.py``)."""
+    by key, collected before any file is written (``exec/rewriting/keyed_rewrite.py``)."""
 
     codec: KeyCodec
     codes: np.ndarray
-    rows: int  # the keys collected, before deduplication (``exec/key_codes.py``)
+    rows: int  # the keys collected, before deduplication (``exec/reading/key_codes.py``)
 
 
 Keys = KeyDeletes | KeyCodes

@@ -1,7 +1,7 @@
 """One Parquet file's rows rewritten in pyarrow (no Spark): what stays of it, in its order, with new
 versions of rows in place, written under the table's current schema by field id.
 
-``exec/arrow_rewrite.py`` runs these inside Spark tasks (``mapInArrow``); the functions here see one
+``exec/rewriting/arrow_rewrite.py`` runs these inside Spark tasks (``mapInArrow``); the functions here see one
 file at a time, and a :class:`ParquetSink` can take the rows of several files (a group of small files
 written into one).
 """

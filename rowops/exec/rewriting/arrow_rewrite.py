@@ -144,8 +144,8 @@ def rewrite_positions(
             target's rows (files of one partition, :func:`attach_small_files`); the others get a file
             of their own.
         keyed: path of a target -> the equality deletes the task applies to it itself
-            (``exec/arrow_deletes.py``); the rows other equality deletes remove are in ``dropped``.
-        replacing: the keys of a rewrite by key (``exec/keyed_rewrite.py``): every target is
+            (``exec/rewriting/arrow_deletes.py``); the rows other equality deletes remove are in ``dropped``.
+        replacing: the keys of a rewrite by key (``exec/rewriting/keyed_rewrite.py``): every target is
             rewritten without its rows of those keys, counted per target.
 
     Returns:
@@ -154,7 +154,7 @@ def rewrite_positions(
     """
     uris = file_uris(spark, targets)
     group = _groups(targets, into or {})
-    # one task per core, the groups spread over them by bytes (``exec/placement.py``): hashing group
+    # one task per core, the groups spread over them by bytes (``exec/spark/placement.py``): hashing group
     # ids left tasks of no file beside tasks of four, and each task costs ~0.2 s to start
     tasks = max(1, min(len(set(group)), default_parallelism(spark)))
     keys = task_keys(groups_cost(group, [f.size for f in targets]), tasks)

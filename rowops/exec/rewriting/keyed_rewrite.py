@@ -1,7 +1,7 @@
 """A copy-on-write of a blind upsert that needs no join: the rewrite drops the rows of the batch's keys.
 
 A copy-on-write normally joins the target with the source to find the position of every row the
-MERGE replaces, then rewrites the files holding those positions (``exec/arrow_rewrite.py``). When
+MERGE replaces, then rewrites the files holding those positions (``exec/rewriting/arrow_rewrite.py``). When
 ``auto`` pays a read debt down (``Decision.clears_debt``) it rewrites the candidate files anyway. For
 a blind upsert on unique keys (``UPDATE SET * / INSERT *``, what an equality delete encodes) the rows
 to replace are exactly the rows of the candidate files whose key is a source key, and the rewrite
@@ -85,7 +85,7 @@ def keyed_copy_on_write(
     source's keys (packed by ``codec``) and without the rows their deletes remove; None, with nothing
     written, when some of those files cannot be rewritten in Arrow.
 
-    A small source's key ``codes`` (collected by the pre-scan, else here: ``exec/key_codes.py``) let
+    A small source's key ``codes`` (collected by the pre-scan, else here: ``exec/reading/key_codes.py``) let
     the new rows and the rewrite be written together (``parallel.run_together``); past
     ``key_codes.MAX_COLLECTED_KEYS`` rows the rewrite looks the keys up in the new files.
     """

@@ -41,7 +41,7 @@ REQUIRED_CONF = {
 # Settings in force while an operation runs (restored afterwards). AQE's skew-join handling splits a
 # skewed shuffle partition of one side and replicates the matching partition of the other side to
 # every piece: a target row matched by source rows of different pieces would then meet them in
-# different tasks, and the per-task cardinality check (``exec/cardinality.py``) could miss it.
+# different tasks, and the per-task cardinality check (``exec/checks/cardinality.py``) could miss it.
 # rowops' co-located join already keeps target skew out of the shuffle.
 OPERATION_CONF = {"spark.sql.adaptive.skewJoin.enabled": "false"}
 DEFAULT_CONF = {
@@ -52,7 +52,7 @@ DEFAULT_CONF = {
     "spark.sql.shuffle.partitions": "16",
     "spark.sql.adaptive.enabled": "true",
     # rowops names the exact files to read (on object storage from 64 files on it lists their
-    # directories, exec/listing.py); listing more than 32 paths in a Spark job cost ~0.8 s per DataFrame (vs 0.06 s
+    # directories, exec/spark/listing.py); listing more than 32 paths in a Spark job cost ~0.8 s per DataFrame (vs 0.06 s
     # on the driver) after ten upserts of TPC-DS SF 1
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
 }
@@ -214,7 +214,7 @@ def operation_conf(spark: SparkSession) -> Iterator[None]:
 
 # Settings in force through session_conf: (session, key) -> the value before the first block and the
 # blocks' values, innermost or latest last. Blocks may nest and may overlap in driver threads (an
-# operation's writes run together, ``exec/parallel.py``), so a block that ends restores the value of
+# operation's writes run together, ``exec/spark/parallel.py``), so a block that ends restores the value of
 # the latest block still running, and the session's own value only when none is.
 _CONF_LOCK = threading.Lock()
 _CONF_LAYERS: dict[tuple[int, str], tuple[str | None, list[tuple[object, str]]]] = {}

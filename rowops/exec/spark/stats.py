@@ -91,7 +91,7 @@ def is_small(df: DataFrame) -> bool:
     planning only, no job).
 
     An estimate, so only for choices that cost time when wrong, never results: a source estimated
-    small is pre-scanned in one task, without a shuffle (``exec/prescan.py``).
+    small is pre-scanned in one task, without a shuffle (``exec/reading/prescan.py``).
     """
     return plan_bytes(df) <= int_conf(df.sparkSession, SMALL_SOURCE_CONF, SMALL_SOURCE_BYTES)
 

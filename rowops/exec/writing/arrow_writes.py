@@ -10,7 +10,7 @@ rows as every writer does (``store_assignment.typed_rows``: casts, NOT NULL and 
 computes each row's partition value (``exec/transforms.partition_value``) and clusters the rows by
 partition, and each ``mapInArrow`` task writes one file per partition (another past ``max_rows``)
 through the lake's FileIO (local disk or S3), as the copy-on-write rewrite does
-(``exec/arrow_rewrite.py``); for an upsert by equality deletes the same tasks write each partition's
+(``exec/rewriting/arrow_rewrite.py``); for an upsert by equality deletes the same tasks write each partition's
 data file and key file (:func:`write_rows_and_keys`), so the source is read and shuffled once. The
 driver reads the new files' footers for their manifest entries and checks they hold every row the
 tasks wrote.

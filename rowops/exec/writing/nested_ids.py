@@ -83,7 +83,7 @@ def with_ids(arrow: pa.Schema, schema: Schema) -> pa.Schema:
 
 def _options(properties: Mapping[str, str]) -> dict[str, object]:
     """pyarrow writer options matching Spark's files: the table's codec (zstd level 3 by default),
-    decimals as integers, small dictionary pages (as ``exec/arrow_rewrite.py``)."""
+    decimals as integers, small dictionary pages (as ``exec/rewriting/arrow_rewrite.py``)."""
     codec = properties.get("write.parquet.compression-codec", "zstd").lower()
     level = properties.get("write.parquet.compression-level")
     return {

@@ -182,10 +182,10 @@ def rewrite_files(
     """Copy-on-write of ``paths``: their surviving rows, written where they were read (no shuffle).
 
     Files whose change is by position are rewritten one to one by pyarrow in Spark tasks
-    (``exec/arrow_rewrite.py``), or several into one (``into``: small files of :func:`attached`), with
+    (``exec/rewriting/arrow_rewrite.py``), or several into one (``into``: small files of :func:`attached`), with
     their updated rows (from ``new_rows_at``) in place of the old versions where the table allows
     (``Written.absorbed``: those rows are not new files), the rows their equality deletes remove
-    dropped in the tasks (integer keys, ``exec/arrow_deletes.py``) or resolved to positions first;
+    dropped in the tasks (integer keys, ``exec/rewriting/arrow_deletes.py``) or resolved to positions first;
     the others (another partition spec, partition-scoped equality deletes) by Spark, their updated
     rows left to the new rows.
     """
@@ -281,7 +281,7 @@ def rewrite_by_key(
     ctx: WriteContext, paths: set[str], into: Mapping[str, str], batch: Keys | None
 ) -> Written:
     """``paths`` rewritten in Arrow without the rows of ``batch``'s keys and of their deletes
-    (``exec/keyed_rewrite.py``: every file ``arrow_eligible``); ``changed_rows``: the rows of
+    (``exec/rewriting/keyed_rewrite.py``: every file ``arrow_eligible``); ``changed_rows``: the rows of
     ``batch``'s keys each file held (live ones: rows its deletes remove are not counted)."""
     targets = [f for f in ctx.files.data if f.path in paths]
     done = _rewrite_in_arrow(ctx, None, targets, delete_index(ctx.files), None, into, batch)
@@ -335,7 +335,7 @@ def write_new_rows(ctx: WriteContext, new_rows: DataFrame, count: int | None, ex
     max_rows = max_rows_per_file(ctx)
     rows, directory, spec = count if exact else None, ctx.stage.next_dir("data"), ctx.metadata.spec()
     schema, single = ctx.metadata.schema(), one_task(count)
-    if arrow_writable(schema, ctx.metadata, spec, count):  # ``exec/arrow_writes.py``
+    if arrow_writable(schema, ctx.metadata, spec, count):  # ``exec/writing/arrow_writes.py``
         return Written(
             data=write_in_arrow(new_rows, schema, ctx.metadata, directory, spec, rows, single, max_rows)
         )

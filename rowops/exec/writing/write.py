@@ -379,7 +379,7 @@ def write_position_deletes(
     ``file_path`` is written exactly as the data file's path is recorded in its manifest, and each
     delete file takes the partition (and partition spec) of the one data file it references.
 
-    On a format-v3 table they are deletion vectors instead (``exec/deletion_vectors.py``): one per
+    On a format-v3 table they are deletion vectors instead (``exec/writing/deletion_vectors.py``): one per
     data file, in Puffin files written by the executors.
 
     Args:
