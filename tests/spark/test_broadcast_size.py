@@ -13,11 +13,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import rowops
-from rowops import errors, operations
+from rowops import errors
 from rowops.exec.reading.source import release
 from rowops.exec.spark.session import session_conf
 from rowops.exec.spark.stats import BROADCAST_CAP_CONF, measured_bytes, physical_plan, row_bytes
 from rowops.request.operations import simple_merge_spec
+from rowops.run import row_level as operations
 from tests.readers import assert_readers_agree
 from tests.spark.tables import fingerprint
 
