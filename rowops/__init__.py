@@ -17,8 +17,8 @@ from rowops.errors import (
 )
 from rowops.functions import delete, explain, merge, update
 from rowops.lakehouse import Lakehouse
-from rowops.spec.operations import DEFAULT
-from rowops.spec.results import HealthReport, MaintenanceResult, OperationResult
+from rowops.request.operations import DEFAULT
+from rowops.request.results import HealthReport, MaintenanceResult, OperationResult
 from rowops.statements import sql
 from rowops.table import MergeBuilder, Table
 from rowops.transaction import Transaction

@@ -16,10 +16,8 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchNamespaceError as IcebergNoSuchNamespaceError
 from pyiceberg.exceptions import NoSuchTableError as IcebergNoSuchTableError
 from pyiceberg.exceptions import TableAlreadyExistsError as IcebergTableAlreadyExistsError
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import types as T
 
-from rowops import operations, statements
+from rowops import statements
 from rowops.catalog.external import CatalogScope
 from rowops.catalog.register import require_v2
 from rowops.errors import (
@@ -30,15 +28,17 @@ from rowops.errors import (
     TableAlreadyExistsError,
     UnsupportedTableFormatError,
 )
-from rowops.exec.session import configure, create_session
-from rowops.exec.types import to_iceberg_schema
-from rowops.exec.validation import require_dataframe
+from rowops.exec.checks.validation import require_dataframe
+from rowops.exec.spark.frames import DataFrame, SparkSession, T
+from rowops.exec.spark.session import configure, create_session
+from rowops.exec.spark.types import to_iceberg_schema
 from rowops.meta.tables import new_metadata
-from rowops.spec.identifiers import TableIdentifier, parse_namespace
-from rowops.spec.inputs import check_properties, checked_call, name_list
-from rowops.spec.partitioning import parse_partition_by
-from rowops.spec.results import OperationResult
-from rowops.spec.sorting import parse_sort_by
+from rowops.request.identifiers import TableIdentifier, parse_namespace
+from rowops.request.inputs import check_properties, checked_call, name_list
+from rowops.request.partitioning import parse_partition_by
+from rowops.request.results import OperationResult
+from rowops.request.sorting import parse_sort_by
+from rowops.run.append import append_table
 from rowops.table import Table
 
 
@@ -189,7 +189,7 @@ class CatalogLakehouse:
         table = Table(self, ident)
         if isinstance(data, DataFrame):
             try:
-                operations.append(table, data)
+                append_table(table, data)
             except BaseException:
                 with contextlib.suppress(Exception):
                     self.iceberg_catalog.drop_table(ident.path_parts)

@@ -10,33 +10,34 @@ from __future__ import annotations
 
 import json
 import logging
-import re
-import shlex
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from rowops.catalog.history import LakeCommit
+from rowops.cli_text import (
+    commit_line,
+    describe_lines,
+    describe_table,
+    error_message,
+    parse_duration,
+    snapshot_line,
+    storage_options,
+)
 from rowops.errors import (
     CommitConflictError,
     InvalidInputError,
-    NoSuchLakeError,
-    NoSuchNamespaceError,
     NoSuchTableError,
     RowOpsError,
 )
-from rowops.exec.session import use_log_level
+from rowops.exec.spark.session import use_log_level
 from rowops.lakehouse import Lakehouse
 from rowops.pipeline import PipelineConfig, load_config, runner
-from rowops.pipeline.metrics import debt_summary
-from rowops.table import Table
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -47,8 +48,6 @@ app = typer.Typer(help="rowops: row-level operations, pipelines and maintenance 
 pipeline_app = typer.Typer(help="Scheduled upsert pipelines (TOML configs).")
 app.add_typer(pipeline_app, name="pipeline")
 log = logging.getLogger("rowops.cli")
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 T = TypeVar("T")
 
 
@@ -94,30 +93,6 @@ class Context:
             bar.update(task, completed=steps)
 
 
-def parse_duration(text: str) -> timedelta:
-    """``90s``, ``30m``, ``12h``, ``7d``, ``2w`` as a timedelta.
-
-    >>> parse_duration("7d"), parse_duration("1.5h")
-    (datetime.timedelta(days=7), datetime.timedelta(seconds=5400))
-    """
-    match = _DURATION.match(text.strip())
-    if not match:
-        raise typer.BadParameter(f"{text!r} is not a duration like 90s, 30m, 12h, 7d or 2w")
-    return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
-
-
-def _options(values: list[str]) -> dict[str, str]:
-    out = {}
-    for value in values:
-        key, sep, item = value.partition("=")
-        if not sep or not key:
-            raise typer.BadParameter(
-                f"--storage-option {value!r} must be KEY=VALUE (e.g. s3.endpoint=http://...)"
-            )
-        out[key] = item
-    return out
-
-
 def exit_code(exc: BaseException) -> int:
     """The exit code of an error: 2 bad input, 75 retryable conflict, 1 anything else."""
     if isinstance(exc, CommitConflictError):
@@ -133,30 +108,6 @@ def _pipeline_lake(state: Context, config: str) -> tuple[PipelineConfig, Lakehou
     return parsed, runner.lake_for(parsed, state.lake_location, state.storage_options)
 
 
-def command_help(exc: RowOpsError, lake: str | None) -> str | None:
-    """The Help line of an error as a command that works on the command line, where the error's own
-    names a Python call (None: keep the error's)."""
-    where = f"rowops --lake {shlex.quote(lake)}" if lake else "rowops"
-    if isinstance(exc, NoSuchLakeError) and isinstance(exc.__cause__, NoSuchLakeError):
-        return None  # a pipeline's: it names the tables to create
-    if isinstance(exc, NoSuchLakeError):
-        return f"Check the path; to create a new lake there, run: {where} init"
-    if isinstance(exc, NoSuchTableError) and isinstance(exc.__cause__, NoSuchTableError):
-        return None  # a pipeline's target: its Help names what creates it
-    if isinstance(exc, NoSuchTableError | NoSuchNamespaceError):
-        return f"List the lake's tables with: {where} tables"
-    return None
-
-
-def _message(exc: RowOpsError, lake: str | None) -> str:
-    """The error's text, with its Help line for the command line."""
-    text = str(exc)
-    replaced = command_help(exc, lake)
-    if replaced is None:
-        return text
-    return f"{text.split(chr(10) + 'Help: ')[0]}\nHelp: {replaced}"
-
-
 def _guarded(ctx: typer.Context, action: Callable[[Context], T]) -> T:
     """Run a command; rowops errors become a message (or JSON) and their exit code. The cause (a Spark
     or parser error) is logged at DEBUG (``-vv``)."""
@@ -165,7 +116,7 @@ def _guarded(ctx: typer.Context, action: Callable[[Context], T]) -> T:
         return action(state)
     except RowOpsError as exc:
         code = exit_code(exc)
-        message = _message(exc, state.lake_location)
+        message = error_message(exc, state.lake_location)
         log.debug("%s", type(exc).__name__, exc_info=exc)
         if state.as_json:
             error = {"status": "failed", "error": type(exc).__name__, "message": message, "exit_code": code}
@@ -209,7 +160,7 @@ def main_options(
     if verbose > 1:
         logging.getLogger("rowops").setLevel(logging.DEBUG)
     use_log_level("ERROR" if verbose > 1 else "FATAL")  # Spark logs a failed task's trace at ERROR
-    ctx.obj = Context(lake, _options(storage_option or []), as_json)
+    ctx.obj = Context(lake, storage_options(storage_option or []), as_json)
 
 
 # -- pipelines -------------------------------------------------------------------------------------
@@ -291,97 +242,15 @@ def tables(ctx: typer.Context) -> None:
     _guarded(ctx, action)
 
 
-def describe_table(table: Table) -> dict[str, Any]:
-    """Schema, partitioning, sort order, files and debt of a table (metadata only)."""
-    metadata = table.metadata
-    schema = table.schema
-    files = table.files()
-    read_weight = float(metadata.properties.get("rowops.read-weight", "1"))
-    return {
-        "table": table.name,
-        "metadata_location": table.metadata_location,
-        "current_snapshot_id": metadata.current_snapshot_id,
-        "schema": [
-            {"id": f.field_id, "name": f.name, "type": str(f.field_type), "required": f.required}
-            for f in schema.fields
-        ],
-        "identifier": [schema.find_column_name(i) for i in schema.identifier_field_ids],
-        "partitioning": [
-            f"{f.transform}({schema.find_column_name(f.source_id)})" for f in metadata.spec().fields
-        ],
-        "sort_order": _sort_order(table),
-        "files": {
-            "data": len(files.data),
-            "data_bytes": sum(f.size for f in files.data),
-            "rows": sum(f.record_count for f in files.data),
-            "position_deletes": len(files.position_deletes),
-            "equality_deletes": len(files.equality_deletes),
-        },
-        "debt": debt_summary(files, read_weight),
-        "properties": dict(metadata.properties),
-    }
-
-
-def _sort_order(table: Table) -> str:
-    metadata = table.metadata
-    order = metadata.sort_order_by_id(metadata.default_sort_order_id)
-    if order is None or not order.fields:
-        return "unsorted"
-    names = [table.schema.find_column_name(f.source_id) for f in order.fields]
-    return ", ".join(
-        f"{n} {f.direction.name} {f.null_order.name}" for n, f in zip(names, order.fields, strict=True)
-    )
-
-
-def _describe_lines(doc: dict[str, Any]) -> list[str]:
-    lines = [f"table {doc['table']} (snapshot {doc['current_snapshot_id']})", "schema:"]
-    for f in doc["schema"]:
-        lines.append(f"  {f['id']:>3} {f['name']}: {f['type']}{' NOT NULL' if f['required'] else ''}")
-    lines.append(f"identifier: {', '.join(doc['identifier']) or '-'}")
-    lines.append(f"partitioning: {', '.join(doc['partitioning']) or 'unpartitioned'}")
-    lines.append(f"sort order: {doc['sort_order']}")
-    lines.append("files: " + ", ".join(f"{k} {v:,}" for k, v in doc["files"].items()))
-    lines.append("debt: " + ", ".join(f"{k} {v:,}" for k, v in doc["debt"].items()))
-    return lines
-
-
 @app.command("describe")
 def describe(ctx: typer.Context, table: Annotated[str, typer.Argument(help="namespace.table")]) -> None:
     """Schema, partitioning, sort order, files and read debt of a table."""
 
     def action(state: Context) -> None:
         doc = describe_table(state.lake().table(table))
-        state.emit(doc, lambda: _describe_lines(doc))
+        state.emit(doc, lambda: describe_lines(doc))
 
     _guarded(ctx, action)
-
-
-def _time(millis: int) -> str:
-    """A commit time as UTC ``YYYY-mm-dd HH:MM:SS``.
-
-    >>> _time(0)
-    '1970-01-01 00:00:00'
-    """
-    return datetime.fromtimestamp(millis / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _count(n: int | None) -> str:
-    return "?" if n is None else str(n)
-
-
-def _commit_line(c: LakeCommit) -> str:
-    """One lake version: rows inserted ~updated -deleted ("?": the encoding could not count them),
-    then Iceberg's own summary counts (records of data files added and removed, deletes added)."""
-    tables = "; ".join(f"{name}: {', '.join(ops)}" for name, ops in c.tables.items())
-    batch = f" batch {c.batch}" if c.batch else ""
-    rows = f"+{_count(c.rows_inserted)} ~{_count(c.rows_updated)} -{_count(c.rows_deleted)}"
-    records = f"records +{c.records_added} -{c.records_removed}"
-    for name, n in (
-        ("position deletes", c.position_deletes_added),
-        ("equality deletes", c.equality_deletes_added),
-    ):
-        records += f", {name} +{n}" if n else ""
-    return f"v{c.version} {_time(c.timestamp_ms)} {c.isolation}{batch} [{tables}] rows {rows}; {records}"
 
 
 @app.command("history")
@@ -397,30 +266,12 @@ def history(
         lake = state.lake()
         if table is None:
             commits = lake.history()
-            state.emit([c.__dict__ for c in commits], lambda: [_commit_line(c) for c in commits])
+            state.emit([c.__dict__ for c in commits], lambda: [commit_line(c) for c in commits])
             return
         snapshots = lake.table(table).snapshots()
-        state.emit(snapshots, lambda: [_snapshot_line(s) for s in snapshots])
+        state.emit(snapshots, lambda: [snapshot_line(s) for s in snapshots])
 
     _guarded(ctx, action)
-
-
-def _snapshot_line(snapshot: dict[str, Any]) -> str:
-    summary = snapshot["summary"]
-    keep = (
-        "operation",
-        "rowops.strategy",
-        "rowops.rows-inserted",
-        "rowops.rows-updated",
-        "rowops.rows-deleted",
-        "rowops.rows-unknown",
-        "added-records",
-        "deleted-records",
-        "added-position-deletes",
-        "added-equality-deletes",
-    )
-    shown = " ".join(f"{k.removeprefix('rowops.')}={summary[k]}" for k in keep if k in summary)
-    return f"{snapshot['snapshot_id']} seq {snapshot['sequence_number']} {_time(snapshot['timestamp_ms'])} {shown}"
 
 
 # -- maintenance -----------------------------------------------------------------------------------

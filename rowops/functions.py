@@ -9,16 +9,16 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rowops.errors import InvalidArgumentError
-from rowops.exec.validation import require_dataframe
-from rowops.operations import explain as _explain
-from rowops.operations import run
-from rowops.spec.inputs import assignment_map, checked_call, merge_on, optional_sql
-from rowops.spec.operations import DeleteSpec, UpdateSpec, normalize_assignments, simple_merge_spec
-from rowops.spec.results import OperationResult
+from rowops.exec.checks.validation import require_dataframe
+from rowops.request.inputs import assignment_map, checked_call, merge_on, optional_sql
+from rowops.request.operations import DeleteSpec, UpdateSpec, normalize_assignments, simple_merge_spec
+from rowops.request.results import OperationResult
+from rowops.run.row_level import explain as _explain
+from rowops.run.row_level import run
 from rowops.table import Table
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from rowops.exec.spark.frames import DataFrame
 
 
 def _table(target: object) -> Table:

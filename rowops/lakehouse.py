@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import types as T
 
 from rowops import statements
 from rowops.catalog.background import BackgroundRun
@@ -25,43 +21,31 @@ from rowops.catalog.log import LakeVersion, VersionTaken
 from rowops.catalog.object_store import S3Storage, check_put_if_absent
 from rowops.catalog.register import register_table
 from rowops.catalog.retention import check_not_expired
-from rowops.catalog.storage import Storage, sync_files
-from rowops.catalog.tables import TableCatalog, new_snapshot_id
+from rowops.catalog.storage import Storage
+from rowops.catalog.tables import TableCatalog
 from rowops.catalog.transactions import DEFAULT_ISOLATION, LakeTransaction
 from rowops.catalog.verify import VerifyResult, verify
 from rowops.catalog.views import PinnedView
 from rowops.catalog_lakehouse import CatalogLakehouse
-from rowops.commit.row_delta import apply
 from rowops.errors import (
     InvalidInputError,
     NoSuchLakeError,
-    TableAlreadyExistsError,
     UnsupportedStorageError,
-    is_cleanable,
 )
-from rowops.exec.job_errors import spark_errors
-from rowops.exec.session import configure, create_session
-from rowops.exec.types import to_iceberg_schema
-from rowops.exec.validation import require_dataframe
-from rowops.exec.write import staging
+from rowops.exec.spark.frames import DataFrame, SparkSession, T
+from rowops.exec.spark.session import configure, create_session
 from rowops.maintenance.expiry import gc_enabled
-from rowops.meta.defaults import with_write_defaults
 from rowops.meta.fileio import check_storage_options, has_entries, make_io, s3a_conf
-from rowops.meta.files import TableFiles
 from rowops.meta.paths import is_remote, lake_location, local_path, normalize_path
-from rowops.meta.tables import new_metadata
-from rowops.operations import append_delta
-from rowops.spec.identifiers import TableIdentifier, parse_namespace
-from rowops.spec.inputs import check_properties, checked_call, name_list
-from rowops.spec.partitioning import parse_partition_by
-from rowops.spec.results import OperationResult
-from rowops.spec.sorting import parse_sort_by
+from rowops.request.identifiers import TableIdentifier, parse_namespace
+from rowops.request.inputs import checked_call
+from rowops.request.results import OperationResult
+from rowops.run.create import TableOptions, create_in
 from rowops.table import Table
 from rowops.transaction import Transaction
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
-    from pyiceberg.table.metadata import TableMetadata
 
 
 class LakeAt:
@@ -113,9 +97,6 @@ class LakeAt:
             return sorted(self.lake_version.names())
         prefix = f"{namespace}."
         return [n for n in self.lake_version.names() if n.startswith(prefix) and "." not in n[len(prefix) :]]
-
-
-_NO_FILES = TableFiles(None, 0, (), (), (), ())
 
 
 def _no_lake(location: str) -> NoSuchLakeError:
@@ -395,53 +376,12 @@ class Lakehouse:
         format_version: int = 2,
         defaults: Mapping[str, object] | None = None,
     ) -> TableIdentifier:
-        """Create a table now (``tx`` None) or inside a transaction."""
-        ident = TableIdentifier.parse(name)
-        exists = tx.table_exists(ident) if tx else str(ident) in self.catalog.log.latest()
-        if exists:
-            raise TableAlreadyExistsError(f"Table {ident} already exists in lakehouse {self.location}")
-        struct = (
-            data
-            if isinstance(data, T.StructType)
-            else require_dataframe(data, "create_table's data (or a StructType)").schema
+        """Create a table now (``tx`` None) or inside a transaction (``rowops/run/create.py``)."""
+        return create_in(
+            self.catalog,
+            lambda: self.spark,
+            tx,
+            name,
+            data,
+            TableOptions(partition_by, identifier, properties, sort_by, format_version, defaults),
         )
-        check_properties(properties or {})
-        fields = parse_partition_by(name_list(partition_by, "partition_by"))
-        metadata = new_metadata(
-            to_iceberg_schema(struct),
-            fields,
-            name_list(identifier, "identifier"),
-            self.catalog.location(ident),
-            properties,
-            parse_sort_by(name_list(sort_by, "sort_by")),
-            format_version,
-        )
-        metadata = with_write_defaults(metadata, defaults or {})
-        if isinstance(data, DataFrame):
-            self._create_with_rows(ident, data, metadata, tx)
-        elif tx is not None:
-            tx.create(ident, metadata, [], None)
-        else:
-            self.catalog.create(ident, metadata)
-        return ident
-
-    def _create_with_rows(
-        self, ident: TableIdentifier, df: DataFrame, metadata: TableMetadata, tx: LakeTransaction | None
-    ) -> None:
-        """Write the rows, then commit the table with them as its first snapshot."""
-        _ = self.spark  # make sure the session is configured before writing
-        with staging(metadata.location, self.catalog.io) as stage, spark_errors("create_table"):
-            delta = append_delta(df, metadata, stage)
-            first, manifests = apply(delta, metadata, _NO_FILES, self.catalog.io, new_snapshot_id())
-            try:
-                sync_files([*(f.file_path for f in delta.added_data), *manifests])
-                if tx is not None:
-                    tx.create(ident, first, manifests, stage)
-                    return
-                self.catalog.create(ident, first, listener=stage)
-            except BaseException as exc:
-                if is_cleanable(exc):
-                    for path in manifests:
-                        with contextlib.suppress(Exception):
-                            self.catalog.io.delete(path)
-                raise

@@ -3,7 +3,7 @@
 ``MERGE INTO`` / ``UPDATE`` / ``DELETE FROM`` are parsed (``rowops/sqltext/parse.py``) into the same
 specs the builder produces and run by ``operations.run`` (every strategy, ``auto``, ``EXPLAIN``,
 transactions); a query runs through Spark SQL with the lake's tables replaced by DataFrames of their
-snapshots (``rowops/sqltext/tables.py``, ``rowops/exec/sql_query.py``). The MERGE source is such a
+snapshots (``rowops/sqltext/tables.py``, ``rowops/exec/spark/sql_query.py``). The MERGE source is such a
 query too: ``SELECT * FROM <source>`` (a lake table, a temporary view, a subquery, ``VALUES``).
 """
 
@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlglot import exp
 
-from rowops import operations
 from rowops.errors import InvalidIdentifierError, NoSuchNamespaceError, NoSuchTableError
-from rowops.exec.sql_query import check_spark_table, run_query, timestamp_millis
+from rowops.exec.spark.sql_query import check_spark_table, run_query, timestamp_millis
 from rowops.meta.spec_evolution import spec_text
-from rowops.spec.inputs import checked_call, sql_text
-from rowops.spec.results import OperationResult
+from rowops.request.inputs import checked_call, sql_text
+from rowops.request.results import OperationResult
+from rowops.run import row_level
 from rowops.sqltext.alter import Alter
 from rowops.sqltext.parse import Dml, parse_statement
 from rowops.sqltext.tables import TableUse, lake_template, snapshot_of, table_name
 from rowops.table import Table
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from rowops.exec.spark.frames import DataFrame, SparkSession
 
 
 class SqlScope(Protocol):
@@ -87,8 +87,8 @@ def _dml(scope: SqlScope, dml: Dml, strategy: str) -> OperationResult | str:
     target = scope.table(dml.target)  # NoSuchTableError for an unknown target
     source = query(scope, dml.source, "the MERGE source") if dml.source is not None else None
     if dml.explain:
-        return operations.explain(target, dml.spec, source, strategy)
-    return operations.run(target, dml.spec, source, strategy)
+        return row_level.explain(target, dml.spec, source, strategy)
+    return row_level.run(target, dml.spec, source, strategy)
 
 
 @checked_call

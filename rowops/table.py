@@ -5,57 +5,35 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-from pyiceberg.io import FileIO
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 
-from rowops import maintenance_ops, operations
 from rowops.catalog.branches import BranchScope
 from rowops.catalog.tables import LoadedTable, TableScope
 from rowops.commit import refs as snapshot_refs
 from rowops.errors import InvalidInputError
-from rowops.exec.validation import require_dataframe
+from rowops.exec.checks.validation import require_dataframe
+from rowops.merge_builder import MergeBuilder
 from rowops.meta import evolution, spec_evolution
 from rowops.meta.evolution import SchemaChange
 from rowops.meta.files import TableFiles, live_files
-from rowops.reads import read_table
-from rowops.spec.identifiers import TableIdentifier
-from rowops.spec.inputs import assignment_map, check_properties, checked_call, merge_on, optional_sql
-from rowops.spec.operations import (
+from rowops.request.identifiers import TableIdentifier
+from rowops.request.inputs import assignment_map, check_properties, checked_call, optional_sql
+from rowops.request.operations import (
     DeleteSpec,
-    MergeClause,
-    MergeSpec,
     UpdateSpec,
-    key_condition,
     normalize_assignments,
 )
-from rowops.spec.results import HealthReport, MaintenanceResult, OperationResult
+from rowops.request.results import HealthReport, MaintenanceResult, OperationResult
+from rowops.run import maintenance, row_level
+from rowops.run.append import append_table
+from rowops.run.read import read_table
+from rowops.run.target import TableLake
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-
-
-class LakeScope(TableScope, Protocol):
-    """A lakehouse's own scope: the newest committed table states, and the FileIO reading their files."""
-
-    @property
-    def io(self) -> FileIO: ...
-
-
-class TableLake(Protocol):
-    """What a table handle needs of its lakehouse: ``rowops.Lakehouse`` (its lake log) or a
-    catalog-backed one (``Lakehouse.from_catalog``)."""
-
-    @property
-    def spark(self) -> SparkSession: ...
-
-    @property
-    def catalog(self) -> LakeScope: ...
-
-    @property
-    def location(self) -> str: ...
+    from rowops.exec.spark.frames import DataFrame
 
 
 class Table:
@@ -127,7 +105,7 @@ class Table:
             snapshot_id: a past snapshot to read (time travel); None: the current one.
             where: a Spark SQL filter: the same rows as ``to_df().where(where)``, but manifests and data
                 files whose partition values or column bounds cannot match are never read
-                (``rowops/reads.py``).
+                (``rowops/run/read.py``).
             ref: a branch or tag to read (its snapshot), instead of ``snapshot_id``.
         """
         metadata = self.metadata
@@ -227,7 +205,7 @@ class Table:
     @checked_call
     def append(self, df: DataFrame) -> OperationResult:
         """Append rows (columns by name; types must fit the table)."""
-        return operations.append(self, require_dataframe(df, "append's df"))
+        return append_table(self, require_dataframe(df, "append's df"))
 
     @checked_call
     def merge(self, source: DataFrame, on: str | list[str]) -> MergeBuilder:
@@ -245,28 +223,28 @@ class Table:
     ) -> OperationResult:
         """UPDATE the rows matching ``where`` with ``set`` (column -> Spark SQL expression)."""
         spec = UpdateSpec(normalize_assignments(assignment_map(set, "set=")), optional_sql(where, "where="))
-        return operations.run(self, spec, None, strategy)
+        return row_level.run(self, spec, None, strategy)
 
     @checked_call
     def delete(self, where: str | None = None, strategy: str = "auto") -> OperationResult:
         """DELETE the rows matching ``where`` (all rows when None)."""
-        return operations.run(self, DeleteSpec(optional_sql(where, "where=")), None, strategy)
+        return row_level.run(self, DeleteSpec(optional_sql(where, "where=")), None, strategy)
 
-    # -- maintenance (rowops/maintenance_ops.py; each a normal commit that never changes the rows) ------
+    # -- maintenance (rowops/run/maintenance.py; each a normal commit that never changes the rows) ------
     @checked_call
     def compact_position_deletes(self) -> MaintenanceResult:
         """Minor compaction: merge the position-delete files of each data file into one (no data rewrite)."""
         started = time.perf_counter()
-        return maintenance_ops.run(
-            maintenance_ops.prepare_compact_position_deletes(self), "compact_position_deletes", started
+        return maintenance.run(
+            maintenance.prepare_compact_position_deletes(self), "compact_position_deletes", started
         )
 
     @checked_call
     def convert_equality_deletes(self) -> MaintenanceResult:
         """Replace every equality-delete file by position deletes of the rows it removes."""
         started = time.perf_counter()
-        return maintenance_ops.run(
-            maintenance_ops.prepare_convert_equality_deletes(self), "convert_equality_deletes", started
+        return maintenance.run(
+            maintenance.prepare_convert_equality_deletes(self), "convert_equality_deletes", started
         )
 
     @checked_call
@@ -282,15 +260,15 @@ class Table:
             target_file_size: bytes per written file (default: ``write.target-file-size-bytes``, 128 MiB).
         """
         started = time.perf_counter()
-        prepared = maintenance_ops.prepare_compact(self, where, max_bytes, target_file_size)
-        return maintenance_ops.run(prepared, "compact", started)
+        prepared = maintenance.prepare_compact(self, where, max_bytes, target_file_size)
+        return maintenance.run(prepared, "compact", started)
 
     @checked_call
     def rewrite_manifests(self) -> MaintenanceResult:
         """Merge the current snapshot's manifests into as few as fit ``commit.manifest.target-size-bytes``
         (8 MB), per content and partition spec: one metadata-only ``replace`` commit (no data file is
         read or written); commits then merge again per ``commit.manifest.min-count-to-merge``."""
-        return maintenance_ops.rewrite_manifests(self)
+        return maintenance.rewrite_manifests(self)
 
     @checked_call
     def expire_snapshots(
@@ -311,7 +289,7 @@ class Table:
             retain_last: the newest snapshots of the main branch always kept (>= 1); None: the table's
                 ``history.expire.min-snapshots-to-keep`` (default 1).
         """
-        return maintenance_ops.expire_snapshots(self, older_than, retain_last)
+        return maintenance.expire_snapshots(self, older_than, retain_last)
 
     @checked_call
     def remove_orphans(
@@ -325,11 +303,11 @@ class Table:
         (``version-hint.text``) are never removed; a table registered from another catalog raises
         ``ForeignFilesError`` (its location is that catalog's: rowops cannot prove a file there unused).
         """
-        return maintenance_ops.remove_orphans(self, older_than, dry_run)
+        return maintenance.remove_orphans(self, older_than, dry_run)
 
     def health(self) -> HealthReport:
         """The table's maintenance debt (delete files, deleted rows, small files, read overhead) and advice."""
-        return maintenance_ops.health(self)
+        return maintenance.health(self)
 
     def set_properties(self, **properties: str) -> None:
         """Set Iceberg table properties, e.g. ``rowops.read-weight``, ``rowops.strategy``,
@@ -436,75 +414,3 @@ class Table:
         if loaded.metadata.snapshot_by_id(snapshot_id) is None:
             raise InvalidInputError(f"Table {self.name} has no snapshot {snapshot_id}")
         self.scope.set_current_snapshot(loaded, snapshot_id)
-
-
-class MergeBuilder:
-    """Fluent MERGE: ``t.merge(s, on=...).when_matched(...).update_all().when_not_matched().insert_all()``."""
-
-    def __init__(self, table: Table, source: DataFrame, on: str | list[str]) -> None:
-        self._table = table
-        self._source = source
-        checked = merge_on(on)
-        if isinstance(checked, str) and ("." in checked or "=" in checked):
-            self._on, self._on_columns = checked, None
-        else:
-            cols = [checked] if isinstance(checked, str) else list(checked)
-            self._on, self._on_columns = key_condition(cols), tuple(cols)
-        self._clauses: list[MergeClause] = []
-
-    @checked_call
-    def when_matched(self, condition: str | None = None) -> _ClauseBuilder:
-        return _ClauseBuilder(self, "matched", optional_sql(condition, "when_matched(condition)"))
-
-    @checked_call
-    def when_not_matched(self, condition: str | None = None) -> _ClauseBuilder:
-        return _ClauseBuilder(self, "not_matched", optional_sql(condition, "when_not_matched(condition)"))
-
-    @checked_call
-    def when_not_matched_by_source(self, condition: str | None = None) -> _ClauseBuilder:
-        return _ClauseBuilder(
-            self, "not_matched_by_source", optional_sql(condition, "when_not_matched_by_source(condition)")
-        )
-
-    def _add(self, clause: MergeClause) -> MergeBuilder:
-        self._clauses.append(clause)
-        return self
-
-    def spec(self) -> MergeSpec:
-        return MergeSpec(on=self._on, clauses=tuple(self._clauses), on_columns=self._on_columns)
-
-    @checked_call
-    def execute(self, strategy: str = "auto") -> OperationResult:
-        return operations.run(self._table, self.spec(), self._source, strategy)
-
-    @checked_call
-    def explain(self, strategy: str = "auto") -> str:
-        """The plan of this MERGE (nothing is written)."""
-        return operations.explain(self._table, self.spec(), self._source, strategy)
-
-
-class _ClauseBuilder:
-    def __init__(self, parent: MergeBuilder, match: str, condition: str | None) -> None:
-        self._parent, self._match, self._condition = parent, match, condition
-
-    def _clause(self, action: str, assignments: Mapping[str, str] | None) -> MergeBuilder:
-        what = f"{self._match}().{action}()"
-        values = normalize_assignments(assignment_map(assignments, what)) if assignments is not None else None
-        return self._parent._add(MergeClause(self._match, action, self._condition, values))  # type: ignore[arg-type]
-
-    @checked_call
-    def update(self, assignments: Mapping[str, str]) -> MergeBuilder:
-        return self._clause("update", assignments)
-
-    def update_all(self) -> MergeBuilder:
-        return self._clause("update", None)
-
-    def delete(self) -> MergeBuilder:
-        return self._clause("delete", None)
-
-    @checked_call
-    def insert(self, values: Mapping[str, str]) -> MergeBuilder:
-        return self._clause("insert", values)
-
-    def insert_all(self) -> MergeBuilder:
-        return self._clause("insert", None)

@@ -13,23 +13,43 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rowops import functions, statements
 from rowops.catalog.batches import batch_record
 from rowops.catalog.branches import BranchScope
+from rowops.catalog.tables import TableCatalog
 from rowops.catalog.transactions import DEFAULT_ISOLATION, LakeTransaction
 from rowops.errors import InvalidArgumentError
-from rowops.spec.identifiers import TableIdentifier
-from rowops.spec.inputs import checked_call
-from rowops.spec.results import OperationResult
+from rowops.request.identifiers import TableIdentifier
+from rowops.request.inputs import checked_call
+from rowops.request.results import OperationResult
+from rowops.run.target import TableLake
 from rowops.table import Table
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-    from pyspark.sql import types as T
+    from rowops.exec.spark.frames import DataFrame, T
 
-    from rowops.lakehouse import Lakehouse
+
+class TransactionLake(TableLake, Protocol):
+    """What a transaction needs of its lakehouse (``rowops.Lakehouse``; a Protocol, so that
+    ``transaction.py`` and ``lakehouse.py``, which creates transactions, do not import each other)."""
+
+    @property
+    def catalog(self) -> TableCatalog: ...
+
+    def create_in(
+        self,
+        tx: LakeTransaction | None,
+        name: str,
+        data: DataFrame | T.StructType,
+        partition_by: Sequence[str] | None = None,
+        identifier: Sequence[str] | None = None,
+        properties: dict[str, str] | None = None,
+        sort_by: Sequence[str] | None = None,
+        format_version: int = 2,
+        defaults: Mapping[str, object] | None = None,
+    ) -> TableIdentifier: ...
 
 
 class Transaction:
@@ -45,7 +65,7 @@ class Transaction:
         version: the lake version it committed (None before commit, or if it changed nothing).
     """
 
-    def __init__(self, lake: Lakehouse, isolation: str = DEFAULT_ISOLATION) -> None:
+    def __init__(self, lake: TransactionLake, isolation: str = DEFAULT_ISOLATION) -> None:
         self.lake = lake
         self._tx = LakeTransaction(lake.catalog, isolation)
 

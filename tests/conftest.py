@@ -92,7 +92,7 @@ def spark() -> Iterator[SparkSession]:
     Hadoop's S3A connector jars (test-only, ``tools/s3_jars.py``) are on its class path when they are
     extracted, so that S3 lakes can be tested; rowops itself adds no jars.
     """
-    from rowops.exec.session import configure
+    from rowops.exec.spark.session import configure
 
     builder = SparkSession.builder
     for key, value in s3_jars.session_conf(pyspark.__version__).items():

@@ -10,8 +10,8 @@ honest on a shared, loaded machine):
 * ``index``: building the delete index of the snapshot (``DeleteIndex.of``);
 * ``read_debt all`` / ``read_debt 10``: ``plan/debt.py`` over every data file / 10 candidates;
 * ``outside paydown``: ``plan/debt.py``'s partitions outside 10 candidates whose debt is paid off;
-* ``scan deletes``: the delete files a scan of every data file reads (``exec/scan.py``);
-* ``file_changes``: the run-time facts of 10 touched files (``exec/strategies.py``);
+* ``scan deletes``: the delete files a scan of every data file reads (``exec/reading/scan.py``);
+* ``file_changes``: the run-time facts of 10 touched files (``exec/writing/strategies.py``);
 * ``dangling eq``: equality deletes left dangling by removing 10 files.
 
 The nested loops (``old``) run only up to ``--old-max`` files (they grow with N^2)::
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus
 from pyiceberg.typedef import Record
 
-from rowops.exec.strategies import file_changes
+from rowops.exec.writing.strategies import file_changes
 from rowops.meta import delete_index as di
 from rowops.meta.delete_index import DeleteIndex, dangling_equality_deletes
 from rowops.meta.files import FILE_PATH_ID, LiveFile, TableFiles

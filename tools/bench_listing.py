@@ -10,7 +10,7 @@ lake (moto on loopback, S3A test jars), it times four ways of reading exactly th
   ``_metadata.file_path.isin(names)``, which Spark's file index evaluates per listed file before
   planning any read (``PartitioningAwareFileIndex.listFiles`` applies filters on constant metadata
   columns), so no file is stat-ed on its own; ``isin`` costs a Py4J call per name;
-* ``rowops``: :func:`rowops.exec.file_reads.read_parquet` listing directories (``exec/listing.py``, here
+* ``rowops``: :func:`rowops.exec.reading.file_reads.read_parquet` listing directories (``exec/spark/listing.py``, here
   with ``rowops.scan.directory-listing-min-files=1``): the same filter as one SQL string.
 
 Each figure is the wall time of creating the DataFrame plus planning it (``explain``: the physical
@@ -45,9 +45,9 @@ from pyspark.sql import types as T
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rowops.exec.compat import explain_text
-from rowops.exec.file_reads import read_parquet
-from rowops.exec.listing import MIN_FILES_CONF
+from rowops.exec.reading.file_reads import read_parquet
+from rowops.exec.spark.compat import explain_text
+from rowops.exec.spark.listing import MIN_FILES_CONF
 from rowops.meta.fileio import s3a_conf
 from rowops.meta.paths import spark_uri
 from tools import s3_jars

@@ -27,8 +27,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import rowops
-from rowops.exec.scan import scan
-from rowops.exec.session import read_conf
+from rowops.exec.reading.scan import scan
+from rowops.exec.spark.session import read_conf
 from rowops.meta.evolution import schema_of
 from rowops.meta.files import live_files
 from tpcds.batches import KEY_COLUMNS, TICKET

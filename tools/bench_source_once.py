@@ -5,7 +5,7 @@ Usage::
     python tools/bench_source_once.py [ROWS]     # best of 3 per variant, seconds
 
 Each variant computes a generated source and reads it twice (an aggregate like the key pre-scan and a
-filtered count), as an operation reads its source several times (see ``rowops/exec/source.py``).
+filtered count), as an operation reads its source several times (see ``rowops/exec/reading/source.py``).
 """
 
 from __future__ import annotations

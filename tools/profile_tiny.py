@@ -28,27 +28,27 @@ from py4j.java_gateway import GatewayClient
 from pyspark.sql import SparkSession
 
 import rowops
-from rowops.exec.session import read_conf
+from rowops.exec.spark.session import read_conf
 from tpcds.bench_common import build_session
 
 KEYS = ["ss_ticket_number", "ss_item_sk"]
 STRATEGIES = ("auto", "copy-on-write", "position-delete", "equality-delete")
 PHASES = (
-    ("rowops.planning", "checked_spec"),
-    ("rowops.planning", "is_small"),
-    ("rowops.planning", "evaluate_once"),
-    ("rowops.planning", "live_files"),
-    ("rowops.planning", "scan_source_keys"),
-    ("rowops.planning", "measured_bytes"),
-    ("rowops.operations", "row_changes"),
-    ("rowops.operations", "summarize"),
-    ("rowops.operations", "_delta"),
-    ("rowops.operations", "_commit"),
-    ("rowops.exec.checks", "check_keys"),
-    ("rowops.exec.strategies", "rewrite_files"),
-    ("rowops.exec.strategies", "delete_positions"),
-    ("rowops.exec.strategies", "write_new_rows"),
-    ("rowops.exec.strategies", "write_equality_deletes"),
+    ("rowops.run.planning", "checked_spec"),
+    ("rowops.run.planning", "is_small"),
+    ("rowops.run.planning", "evaluate_once"),
+    ("rowops.run.planning", "live_files"),
+    ("rowops.run.planning", "scan_source_keys"),
+    ("rowops.run.planning", "measured_bytes"),
+    ("rowops.run.row_level", "row_changes"),
+    ("rowops.run.row_level", "summarize"),
+    ("rowops.run.row_level", "_delta"),
+    ("rowops.run.row_level", "commit_changes"),
+    ("rowops.exec.checks.operation", "check_keys"),
+    ("rowops.exec.writing.strategies", "rewrite_files"),
+    ("rowops.exec.writing.strategies", "delete_positions"),
+    ("rowops.exec.writing.strategies", "write_new_rows"),
+    ("rowops.exec.writing.strategies", "write_equality_deletes"),
 )
 
 

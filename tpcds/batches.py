@@ -34,7 +34,7 @@ from typing import NamedTuple
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from rowops.exec.transforms import murmur3_bucket
+from rowops.exec.spark.transforms import murmur3_bucket
 
 TICKET = "ss_ticket_number"
 ITEM = "ss_item_sk"

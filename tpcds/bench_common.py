@@ -165,7 +165,7 @@ class Recorder:
 def spark_conf(cfg: BenchConfig, app: str) -> dict[str, str]:
     """The settings both engines share: rowops' ``conf/spark-defaults.conf`` with ``local[cores]`` and
     the same driver memory (shuffle partitions, AQE, split size are the same for both)."""
-    from rowops.exec.session import read_conf
+    from rowops.exec.spark.session import read_conf
 
     conf = read_conf(REPO / "conf" / "spark-defaults.conf")
     conf.update(

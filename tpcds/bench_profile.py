@@ -29,38 +29,38 @@ if TYPE_CHECKING:
 
 # rowops functions timed by the profiler: (module, attribute); "Class.method" patches a method.
 PROFILE_TARGETS: tuple[tuple[str, str], ...] = (
-    ("rowops.operations", "plan"),
-    ("rowops.operations", "execute"),
-    ("rowops.planning", "live_files"),
-    ("rowops.planning", "scan_source_keys"),
-    ("rowops.planning", "prune_files"),
-    ("rowops.planning", "measured_bytes"),
-    ("rowops.operations", "_check_cardinality"),
-    ("rowops.operations", "_delta"),
-    ("rowops.operations", "data_files_from_parquet"),
-    ("rowops.operations", "_commit"),
-    ("rowops.operations", "summarize"),
-    ("rowops.exec.strategies", "copy_on_write"),
-    ("rowops.exec.strategies", "position_delete"),
-    ("rowops.exec.strategies", "hybrid"),
-    ("rowops.exec.equality_writes", "equality_delete"),
-    ("rowops.exec.key_codes", "collect_codes"),
-    ("rowops.operations", "check_keys"),
-    ("rowops.operations", "row_changes"),
-    ("rowops.exec.strategies", "rewrite_files"),
-    ("rowops.exec.strategies", "rewrite_positions"),
-    ("rowops.exec.strategies", "equality_deleted_positions"),
-    ("rowops.exec.strategies", "position_deletes"),
-    ("rowops.exec.strategies", "delete_positions"),
-    ("rowops.exec.strategies", "write_new_rows"),
-    ("rowops.exec.strategies", "write_data"),
-    ("rowops.exec.strategies", "write_position_deletes"),
-    ("rowops.exec.equality_writes", "write_rows_and_keys"),
-    ("rowops.exec.equality_writes", "write_equality_deletes"),
+    ("rowops.run.row_level", "plan"),
+    ("rowops.run.row_level", "execute"),
+    ("rowops.run.planning", "live_files"),
+    ("rowops.run.planning", "scan_source_keys"),
+    ("rowops.run.planning", "prune_files"),
+    ("rowops.run.planning", "measured_bytes"),
+    ("rowops.run.row_level", "_check_cardinality"),
+    ("rowops.run.row_level", "_delta"),
+    ("rowops.run.row_level", "data_files_from_parquet"),
+    ("rowops.run.row_level", "commit_changes"),
+    ("rowops.run.row_level", "summarize"),
+    ("rowops.exec.writing.strategies", "copy_on_write"),
+    ("rowops.exec.writing.strategies", "position_delete"),
+    ("rowops.exec.writing.strategies", "hybrid"),
+    ("rowops.exec.writing.equality_writes", "equality_delete"),
+    ("rowops.exec.reading.key_codes", "collect_codes"),
+    ("rowops.run.row_level", "check_keys"),
+    ("rowops.run.row_level", "row_changes"),
+    ("rowops.exec.writing.strategies", "rewrite_files"),
+    ("rowops.exec.writing.strategies", "rewrite_positions"),
+    ("rowops.exec.writing.strategies", "equality_deleted_positions"),
+    ("rowops.exec.writing.strategies", "position_deletes"),
+    ("rowops.exec.writing.strategies", "delete_positions"),
+    ("rowops.exec.writing.strategies", "write_new_rows"),
+    ("rowops.exec.writing.strategies", "write_data"),
+    ("rowops.exec.writing.strategies", "write_position_deletes"),
+    ("rowops.exec.writing.equality_writes", "write_rows_and_keys"),
+    ("rowops.exec.writing.equality_writes", "write_equality_deletes"),
 )
 
 
-# rowops.exec.parallel.CONCURRENT_CONF (rowops is imported inside the phases, not by this module)
+# rowops.exec.spark.parallel.CONCURRENT_CONF (rowops is imported inside the phases, not by this module)
 CONCURRENT_CONF = "rowops.write.concurrent"
 
 
@@ -94,7 +94,7 @@ class PhaseProfiler:
         # rows per file, cardinality), which would then be charged for the join: materialize the join
         # first, as a phase of its own (the count runs on the just-cached rows, a small extra cost that
         # only the profile pays).
-        operations = importlib.import_module("rowops.operations")
+        operations = importlib.import_module("rowops.run.row_level")
         summarize = operations.summarize
 
         def split_summary(changes: Any, *args: Any, **kwargs: Any) -> Any:

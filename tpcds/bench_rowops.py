@@ -288,8 +288,8 @@ def bitmap_without_limit(matched: DataFrame) -> list[tuple[str, int]]:
     (1 partition, then 4x more, ...: several jobs, each starting Python tasks again). The per-task output
     is only the duplicates, so collecting it whole is one job.
     """
-    from rowops.exec.cardinality import find_repeated_positions
-    from rowops.exec.file_reads import FILE_COL, POS_COL
+    from rowops.exec.checks.cardinality import find_repeated_positions
+    from rowops.exec.reading.file_reads import FILE_COL, POS_COL
 
     pairs = matched.select(FILE_COL, POS_COL).mapInArrow(
         find_repeated_positions, f"{FILE_COL} string, {POS_COL} long"
@@ -299,10 +299,10 @@ def bitmap_without_limit(matched: DataFrame) -> list[tuple[str, int]]:
 
 def worker_cardinality(cfg: BenchConfig, rec: Recorder) -> None:
     """The bitmap cardinality check vs the group-by check on the matched rows of the main upsert."""
-    from rowops.exec.cardinality import repeated_matches_bitmap, repeated_matches_groupby
-    from rowops.exec.changes import matched_rows, merge_changes
-    from rowops.exec.scan import scan
-    from rowops.spec.operations import simple_merge_spec
+    from rowops.exec.changes.rows import matched_rows, merge_changes
+    from rowops.exec.checks.cardinality import repeated_matches_bitmap, repeated_matches_groupby
+    from rowops.exec.reading.scan import scan
+    from rowops.request.operations import simple_merge_spec
     from tpcds.batches import KEY_COLUMNS
 
     tag = "cardinality"

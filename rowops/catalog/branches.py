@@ -14,13 +14,14 @@ from dataclasses import dataclass, replace
 
 from pyiceberg.table.metadata import TableMetadata
 
-from rowops.catalog.tables import CommitListener, LoadedTable, TableScope
+from rowops.catalog.attempts import CommitListener
+from rowops.catalog.tables import LoadedTable, TableScope
 from rowops.commit import refs
 from rowops.commit.row_delta import RowDelta
 from rowops.errors import InvalidInputError
 from rowops.meta.evolution import SchemaChange
 from rowops.meta.files import TableFiles
-from rowops.spec.identifiers import TableIdentifier
+from rowops.request.identifiers import TableIdentifier
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ from rowops.commit.row_delta import RowDelta, apply, main_branch_update
 from rowops.errors import CommitConflictError, CommitStateUnknownError, ConflictKind, NoSuchTableError
 from rowops.meta.evolution import SchemaChange
 from rowops.meta.files import TableFiles
-from rowops.spec.identifiers import TableIdentifier
+from rowops.request.identifiers import TableIdentifier
 
 # What one attempt sends, built on the table state it is given: requirements, updates, files written.
 Change = tuple[tuple[TableRequirement, ...], tuple[TableUpdate, ...], list[str]]

@@ -17,7 +17,7 @@ from rowops.catalog.log import TableEntry, VersionTaken
 from rowops.catalog.tables import LoadedTable, TableCatalog
 from rowops.errors import MetadataNotReadableError, TableAlreadyExistsError, UnsupportedTableFormatError
 from rowops.meta.paths import scheme
-from rowops.spec.identifiers import TableIdentifier
+from rowops.request.identifiers import TableIdentifier
 
 
 def register_table(catalog: TableCatalog, ident: TableIdentifier, metadata_location: str) -> LoadedTable:

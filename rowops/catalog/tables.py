@@ -14,12 +14,11 @@ The states of a commit decide what a failure may clean up (``Attempts``)::
 
 from __future__ import annotations
 
-import contextlib
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from pyiceberg.io import FileIO
 from pyiceberg.serializers import FromInputFile
@@ -33,6 +32,7 @@ from pyiceberg.table.update import (
 )
 
 from rowops import faults
+from rowops.catalog.attempts import Attempts, CommitListener
 from rowops.catalog.expired import EXPIRED_KEY, UUID_KEY
 from rowops.catalog.history import commit_counts, created_counts
 from rowops.catalog.log import LakeLog, LakeVersion, TableEntry, VersionTaken
@@ -45,7 +45,6 @@ from rowops.errors import (
     NoSuchNamespaceError,
     NoSuchTableError,
     TableAlreadyExistsError,
-    keep_files,
 )
 from rowops.meta.evolution import SchemaChange
 from rowops.meta.fileio import make_io
@@ -53,22 +52,10 @@ from rowops.meta.files import TableFiles
 from rowops.meta.metadata_cache import MetadataCache
 from rowops.meta.paths import join, to_uri
 from rowops.meta.v3 import metadata_json
-from rowops.spec.identifiers import TableIdentifier
+from rowops.request.identifiers import TableIdentifier
 
 MAX_COMMIT_ATTEMPTS = 100
 Producer = Callable[["LoadedTable"], tuple[TableMetadata, list[str]]]
-
-
-class CommitListener(Protocol):
-    """Told when a commit attempt starts referencing the caller's files and when it is known lost.
-
-    ``exec.write.Staging`` implements it: its data files are never discarded while a lake version that
-    references them may exist.
-    """
-
-    def attempting(self) -> None: ...
-
-    def lost(self) -> None: ...
 
 
 class TableScope(Protocol):
@@ -94,14 +81,6 @@ class TableScope(Protocol):
     def set_current_snapshot(self, base: LoadedTable, snapshot_id: int) -> LoadedTable: ...
 
     def update_refs(self, base: LoadedTable, change: refs.RefChange) -> LoadedTable: ...
-
-
-class _NoListener:
-    def attempting(self) -> None:
-        pass
-
-    def lost(self) -> None:
-        pass
 
 
 @dataclass(frozen=True)
@@ -375,71 +354,6 @@ class TableCatalog:
             entry.metadata_location,
             self.read_metadata(entry.metadata_location),
         )
-
-
-class Attempts:
-    """The files of one commit's attempts, and what a failure may remove (see the module docstring).
-
-    ``current`` are the metadata files of the prepared attempt; ``garbage`` those of attempts known
-    lost or superseded by a rebase. Once ``commit`` has called the put-if-absent, nothing the attempt
-    references is removed unless the put certainly lost; the listener learns the same.
-    """
-
-    def __init__(self, io: FileIO, listener: CommitListener | None) -> None:
-        self.io = io
-        self.listener = listener or _NoListener()
-        self.current: list[str] = []
-        self.garbage: list[str] = []
-        self.in_flight = False
-        self.landed = False
-
-    def stage(self, path: str) -> str:
-        """Track ``path`` before it is written (a half-written file is still ours to remove)."""
-        self.current.append(path)
-        return path
-
-    def restage(self, files: Iterable[str]) -> None:
-        """A new attempt is prepared: the previous one's files become garbage."""
-        self.garbage += self.current
-        self.current = list(files)
-
-    def commit(
-        self,
-        log: LakeLog,
-        latest: LakeVersion,
-        tables: Mapping[str, TableEntry | None],
-        txn: Mapping[str, Any],
-    ) -> LakeVersion | None:
-        """Try to take the next lake version; None when another writer took it (certainly lost)."""
-        self.in_flight = True
-        self.listener.attempting()
-        try:
-            version = log.commit(latest, tables, dict(txn))
-        except VersionTaken:
-            self.in_flight = False
-            self.listener.lost()
-            return None
-        self.landed = True
-        return version
-
-    def remove_garbage(self) -> None:
-        """Remove files of lost attempts; never raises (the commit has landed)."""
-        remove_quietly(self.io, self.garbage)
-        self.garbage = []
-
-    def fail(self, exc: BaseException) -> None:
-        """Clean up after ``exc``: everything when no attempt may have landed, else only garbage."""
-        self.remove_garbage()
-        if self.in_flight or self.landed:
-            keep_files(exc)
-        else:
-            remove_quietly(self.io, self.current)
-
-
-def remove_quietly(io: FileIO, paths: Iterable[str]) -> None:
-    for path in paths:
-        with contextlib.suppress(Exception):
-            io.delete(path)
 
 
 def _entry_of(latest: LakeVersion, base: LoadedTable) -> TableEntry:

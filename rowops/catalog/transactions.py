@@ -22,14 +22,13 @@ import random
 import time
 import uuid
 import weakref
-from dataclasses import dataclass, field
-from typing import Any
 
 from pyiceberg.table.metadata import TableMetadata
 
 from rowops import faults
+from rowops.catalog.attempts import Attempts, CommitListener, remove_quietly
 from rowops.catalog.batches import same_batch_between
-from rowops.catalog.history import commit_counts, created_counts
+from rowops.catalog.history import created_counts
 from rowops.catalog.leases import pin_newest
 from rowops.catalog.log import LakeVersion, TableEntry
 from rowops.catalog.steps import (
@@ -46,17 +45,10 @@ from rowops.catalog.steps import (
     replay_all,
 )
 from rowops.catalog.storage import sync_files
-from rowops.catalog.tables import (
-    MAX_COMMIT_ATTEMPTS,
-    Attempts,
-    CommitListener,
-    LoadedTable,
-    TableCatalog,
-    new_snapshot_id,
-    remove_quietly,
-)
+from rowops.catalog.table_work import TableWork, conflict_error, transaction_record, who_changed
+from rowops.catalog.tables import MAX_COMMIT_ATTEMPTS, LoadedTable, TableCatalog, new_snapshot_id
 from rowops.commit.refs import RefChange
-from rowops.commit.row_delta import RowDelta, apply, snapshot_summary
+from rowops.commit.row_delta import RowDelta, apply
 from rowops.errors import (
     BatchAlreadyCommittedError,
     CommitConflictError,
@@ -69,42 +61,10 @@ from rowops.errors import (
 )
 from rowops.meta.evolution import SchemaChange
 from rowops.meta.files import TableFiles
-from rowops.spec.identifiers import TableIdentifier
+from rowops.request.identifiers import TableIdentifier
 
 ISOLATION_LEVELS = ("serializable", "snapshot")
 DEFAULT_ISOLATION = "serializable"
-
-
-@dataclass
-class TableWork:
-    """What one transaction did to one table so far.
-
-    Attributes:
-        pinned: the table's entry at begin (None when this transaction created it).
-        metadata: the working state: pinned state plus this transaction's steps.
-        files: metadata files written for the working state (manifests, manifest lists, metadata.json).
-        prepared_on: the published metadata the current attempt was built on.
-        location: the metadata.json of the current attempt.
-        log_start: entries of ``metadata.snapshot_log`` from before this transaction's steps.
-        listeners: the staging areas of this table's writes (their data and delete files).
-    """
-
-    name: str
-    pinned: TableEntry | None
-    metadata: TableMetadata
-    steps: list[Step] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
-    created: bool = False
-    dropped: bool = False
-    prepared_on: str | None = None
-    location: str | None = None
-    created_counts: dict[str, int | None] = field(default_factory=dict)  # of the create's first snapshot
-    log_start: int = 0
-    listeners: list[CommitListener] = field(default_factory=list)
-
-    @property
-    def changed(self) -> bool:
-        return self.created or self.dropped or bool(self.steps)
 
 
 class _Listeners:
@@ -330,7 +290,14 @@ class LakeTransaction:
             self._check_batch(latest)
             changes = {w.name: self._prepare(w, latest, attempts) for w in changed}
             faults.check("before-commit")
-            version = attempts.commit(self.catalog.log, latest, changes, self._record(changed))
+            version = attempts.commit(
+                self.catalog.log,
+                latest,
+                changes,
+                transaction_record(
+                    self.id, self.isolation, self.pinned.version, self.reads, self.batch, changed
+                ),
+            )
             if version is None:
                 latest = self.catalog.log.latest()
                 continue
@@ -456,49 +423,8 @@ class LakeTransaction:
         snapshot_id: int | None = None,
         files: tuple[str, ...] = (),
     ) -> CommitConflictError:
-        other = self._who_changed(name, latest)
-        by = f" by transaction {other.transaction.get('id')} (lake version {other.version})" if other else ""
-        detail = f": {', '.join(files[:5])}" if files else ""
-        return CommitConflictError(
-            f"Transaction {self.id} conflicts on table {name}{by}: {reason}{detail}",
-            kind=kind,
-            conflicting_snapshot_id=snapshot_id,
-            conflicting_files=files,
-            retry_safe=retry_safe,
-            table=name,
-            other_transaction=other.transaction.get("id") if other else None,
-            other_version=other.version if other else None,
-            help="Nothing of this transaction was committed. "
-            + (
-                "Run the whole transaction again: it will read the new state."
-                if retry_safe
-                else "Retrying the same transaction cannot succeed; check the table first."
-            ),
-        )
-
-    def _who_changed(self, name: str, latest: LakeVersion) -> LakeVersion | None:
-        """The first version after begin that changed table ``name`` (only read on a conflict)."""
-        before = self.pinned.get(name)
-        between = self.catalog.log.history(self.pinned.version + 1, latest.version + 1)
-        return next((version for version in between if version.get(name) != before), None)
-
-    def _record(self, changed: list[TableWork]) -> dict[str, Any]:
-        commits = []
-        for work in changed:
-            operation = "create" if work.created else "drop" if work.dropped else None
-            operations = [operation] if operation else []
-            operations += [_operation(step) for step in work.steps]
-            commits.append({"table": work.name, "operations": operations, **_counts(work)})
-        record: dict[str, Any] = {
-            "id": self.id,
-            "isolation": self.isolation,
-            "begin-version": self.pinned.version,
-            "reads": sorted(self.reads),
-            "commits": commits,
-        }
-        if self.batch is not None:
-            record["batch"] = dict(self.batch)
-        return record
+        other = who_changed(self.catalog.log, self.pinned, name, latest)
+        return conflict_error(self.id, other, name, kind, reason, retry_safe, snapshot_id, files)
 
     def _discard_staged(self) -> None:
         for listener in self.listeners:
@@ -510,26 +436,3 @@ def _discard(listener: CommitListener) -> None:
     discard = getattr(listener, "discard", None)
     if discard is not None:
         discard()
-
-
-def _operation(step: Step) -> str:
-    if isinstance(step, DeltaStep):
-        return step.delta.extra_summary.get("rowops.operation", step.delta.operation.value)
-    return step.operation
-
-
-def _counts(work: TableWork) -> dict[str, int | None]:
-    """The lake history's counts of one table's steps (``commit_counts`` of each step's snapshot
-    summary, summed; None stays unknown), its creation's included."""
-    parts = [work.created_counts] if work.created_counts else []
-    parts += [
-        commit_counts(snapshot_summary(step.delta, step.base_files))
-        for step in work.steps
-        if isinstance(step, DeltaStep)
-    ]
-    totals: dict[str, int | None] = {}
-    for part in parts:
-        for key, n in part.items():
-            total = totals.get(key, 0)
-            totals[key] = None if n is None or total is None else total + n
-    return totals

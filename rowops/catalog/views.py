@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import weakref
 
+from rowops.catalog.attempts import CommitListener
 from rowops.catalog.expired import check_offered
 from rowops.catalog.leases import Holder
 from rowops.catalog.log import LakeVersion
-from rowops.catalog.tables import CommitListener, LoadedTable, TableCatalog
+from rowops.catalog.tables import LoadedTable, TableCatalog
 from rowops.commit.refs import RefChange
 from rowops.commit.row_delta import RowDelta
 from rowops.errors import ReadOnlyError
 from rowops.meta.evolution import SchemaChange
 from rowops.meta.files import TableFiles
-from rowops.spec.identifiers import TableIdentifier
+from rowops.request.identifiers import TableIdentifier
 
 
 class PinnedView:

@@ -25,7 +25,7 @@ import bisect
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -43,8 +43,23 @@ from rowops.meta.puffin import read_deletion_vector
 from rowops.meta.v3 import content_range, is_deletion_vector, referenced_data_file
 from rowops.plan.pruning import Bounds
 
-if TYPE_CHECKING:
-    from rowops.commit.row_delta import RowDelta
+
+class DeltaFiles(Protocol):
+    """What a conflict check reads of a commit's delta (``commit/row_delta.py``'s ``RowDelta``; a Protocol,
+    so that this module, which ``row_delta`` imports, does not import it back)."""
+
+    @property
+    def added_deletes(self) -> tuple[DataFile, ...]: ...
+
+    @property
+    def removed_data(self) -> frozenset[str]: ...
+
+    @property
+    def touched_data(self) -> frozenset[str]: ...
+
+    @property
+    def read_set(self) -> ReadSet: ...
+
 
 # An equality delete file this small has its keys read when its bounds overlap the delta's key ranges.
 SMALL_EQUALITY_DELETE_ROWS = 100_000
@@ -140,7 +155,7 @@ class _Touched:
 class _Rows:
     """Lazy, cached reads of delete files for the row-level comparisons of one ``find_conflict``."""
 
-    delta: RowDelta
+    delta: DeltaFiles
     base: TableFiles
     schema: Schema
     _positions: dict[tuple[str, str], BitMap64] = field(default_factory=dict)
@@ -299,7 +314,7 @@ def _inside(value: Any, bounds: Bounds) -> bool:
 
 
 def delete_conflict(
-    delta: RowDelta, base: TableFiles, current: TableFiles, schema: Schema, row_level: bool
+    delta: DeltaFiles, base: TableFiles, current: TableFiles, schema: Schema, row_level: bool
 ) -> Conflict | None:
     """The first concurrent delete file that removes rows this delta changed (see the module doc)."""
     base_deletes = {f.path for f in base.deletes}

@@ -42,7 +42,7 @@ from rowops.meta.delete_index import delete_index
 from rowops.meta.files import TableFiles
 from rowops.meta.manifests import read_all, read_entries
 from rowops.meta.v3 import V3, entry_id, is_deletion_vector, next_row_id
-from rowops.spec.properties import row_level_conflicts
+from rowops.request.properties import row_level_conflicts
 
 __all__ = ["Conflict", "RowDelta", "apply", "find_conflict", "main_branch_update", "snapshot_summary"]
 

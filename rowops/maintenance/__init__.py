@@ -2,6 +2,6 @@
 merge or dangle, which snapshots expire, and the health (debt) report.
 
 Everything here is a function of table metadata (``TableFiles``, ``TableMetadata``): no Spark, no I/O.
-The Spark rewrites live in ``rowops/exec/maintenance.py``, the commits and file removals in
-``rowops/maintenance_ops.py`` and ``rowops/catalog/retention.py``; ``Table`` exposes them.
+The Spark rewrites live in ``rowops/exec/rewriting/maintenance.py``, the commits and file removals in
+``rowops/run/maintenance.py`` and ``rowops/catalog/retention.py``; ``Table`` exposes them.
 """

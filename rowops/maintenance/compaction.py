@@ -5,7 +5,7 @@ A data file needs rewriting when deletes apply to it or when it is small (below
 is rewritten when that gains something: a file with deletes, or at least two small files to merge.
 Partitions are taken in order of their debt (deleted bytes first, then small files), whole files at a
 time, until the byte budget (``max_bytes``) is spent. The writer then bin-packs each partition's live
-rows into files of the target size (``rowops/exec/maintenance.py``).
+rows into files of the target size (``rowops/exec/rewriting/maintenance.py``).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from rowops.maintenance.compaction import is_small, target_file_size
 from rowops.meta.delete_index import DeleteIndex, partition_key
 from rowops.meta.files import TableFiles
 from rowops.plan.cost import FILE_OPEN_BYTES, FILE_OPEN_MS, overhead_ratio, read_overhead, worth_merging
-from rowops.spec.results import HealthReport
+from rowops.request.results import HealthReport
 
 # advice thresholds
 DELETED_SHARE_TO_COMPACT = 0.10  # rewrite once a tenth of the rows are deleted ones
@@ -72,7 +72,7 @@ def health_report(
 def advice(report: HealthReport, index: DeleteIndex, files: TableFiles) -> list[str]:
     """The maintenance calls worth running, most effective first, each with its reason.
 
-    >>> from rowops.spec.results import HealthReport
+    >>> from rowops.request.results import HealthReport
     >>> empty = TableFiles(None, 0, (), (), (), ())
     >>> advice(HealthReport("t", None, 0, 0, 0, 0, 0, 0, 0.0, 0, 0.0, 0, 0, 1, 0.0, 0.0), DeleteIndex.of(empty), empty)
     []

@@ -43,7 +43,7 @@ from pyiceberg.types import (
 )
 
 from rowops.errors import InvalidInputError, InvalidSchemaChangeError, NoDefaultError
-from rowops.spec.operations import MergeSpec, OperationSpec, UpdateSpec, is_default
+from rowops.request.operations import MergeSpec, OperationSpec, UpdateSpec, is_default
 
 DEFAULTS_VERSION = 3
 _EPOCH = datetime.datetime(1970, 1, 1)
@@ -254,7 +254,7 @@ def resolve_defaults(spec: OperationSpec, schema: Schema) -> OperationSpec:
     of columns an explicit ``INSERT`` omits added (NULL without one, as before).
 
     >>> from pyiceberg.types import LongType
-    >>> from rowops.spec.operations import MergeClause
+    >>> from rowops.request.operations import MergeClause
     >>> schema = Schema(NestedField(1, "k", LongType()), NestedField(2, "n", LongType(), write_default=5))
     >>> resolve_defaults(UpdateSpec((("n", "DEFAULT"),)), schema).assignments
     (('n', 'CAST(5 AS BIGINT)'),)

@@ -14,7 +14,7 @@ compressed: one blob metadata per DV, with ``referenced-data-file`` and ``cardin
 4 flag bytes (0) and ``PFA1``. The manifest entry of a DV points at its blob by
 ``content_offset`` / ``content_size_in_bytes``, so readers read the blob alone, never the footer.
 
-These functions run on executors (``exec/deletion_vectors.py``) and in tests (pyiceberg's Puffin
+These functions run on executors (``exec/writing/deletion_vectors.py``) and in tests (pyiceberg's Puffin
 reader is the oracle of these bytes).
 """
 

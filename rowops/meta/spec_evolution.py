@@ -66,8 +66,8 @@ from rowops.errors import (
 )
 from rowops.meta.evolution import SchemaChange, schema_changed
 from rowops.meta.tables import build_partition_spec, build_sort_order
-from rowops.spec.partitioning import parse_partition_field
-from rowops.spec.sorting import parse_sort_by
+from rowops.request.partitioning import parse_partition_field
+from rowops.request.sorting import parse_sort_by
 
 SPEC, SORT_ORDER = "partition spec", "sort order"
 DISTRIBUTION_MODES = ("none", "hash", "range")

@@ -38,8 +38,8 @@ from pyiceberg.types import (
 )
 
 from rowops.errors import InvalidInputError, InvalidPartitionSpecError, NoSuchColumnError, RowOpsError
-from rowops.spec.partitioning import PartitionFieldSpec
-from rowops.spec.sorting import SortFieldSpec
+from rowops.request.partitioning import PartitionFieldSpec
+from rowops.request.sorting import SortFieldSpec
 
 FIRST_PARTITION_FIELD_ID = 1000
 NAME_MAPPING = "schema.name-mapping.default"

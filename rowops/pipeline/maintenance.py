@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from rowops.pipeline.config import MaintenanceConfig
-from rowops.spec.results import MaintenanceResult
+from rowops.request.results import MaintenanceResult
 
 if TYPE_CHECKING:
     from rowops.table import Table

@@ -25,7 +25,7 @@ from typing import Any
 from rowops.meta.files import TableFiles
 from rowops.plan.cost import overhead_ratio, worth_merging
 from rowops.plan.debt import read_debt
-from rowops.spec.results import OperationResult
+from rowops.request.results import OperationResult
 
 DEBT_FIELDS = (
     "data_files",

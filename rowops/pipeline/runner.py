@@ -28,10 +28,10 @@ from rowops.errors import (
     PipelineConfigError,
     PipelineSourceError,
 )
-from rowops.exec import changefeed
-from rowops.exec.literal_frames import sql_identifier
-from rowops.exec.session import create_session
-from rowops.exec.source import release
+from rowops.exec.changes import changefeed
+from rowops.exec.reading.source import release
+from rowops.exec.spark.literal_frames import sql_identifier
+from rowops.exec.spark.session import create_session
 from rowops.lakehouse import Lakehouse
 from rowops.meta.fileio import s3a_conf
 from rowops.pipeline.config import PipelineConfig, TargetConfig
@@ -41,7 +41,7 @@ from rowops.table import MergeBuilder, Table
 from rowops.transaction import Transaction
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from rowops.exec.spark.frames import DataFrame, SparkSession
 
 log = logging.getLogger("rowops.pipeline")
 Progress = Callable[[str], None]

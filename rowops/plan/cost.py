@@ -92,7 +92,7 @@ class Estimate:
             (equality) deletes: more deletes of the same kind add little to their read cost.
         debt_generations: how many commits left the debt; reads have paid it while it grew.
         spark_rewrite_bytes: candidate bytes a copy-on-write would rewrite through Spark rather than
-            in Arrow (``exec/arrow_rewrite.py``: another partition spec, partition-scoped equality
+            in Arrow (``exec/rewriting/arrow_rewrite.py``: another partition spec, partition-scoped equality
             deletes, nested columns, out of the sort order, or the Arrow rewrite turned off).
         deleted_bytes: candidate bytes under any delete: a copy-on-write chosen by cost rewrites them
             too, touched or not, and so clears the debt of every candidate file.
@@ -169,7 +169,7 @@ def strategy_costs(est: Estimate, read_weight: float) -> dict[str, float]:
 
 
 def keyed_rewrite_cost(est: Estimate, read_weight: float) -> float:
-    """A copy-on-write of a blind upsert rewritten by key (``exec/keyed_rewrite.py``): no join, every
+    """A copy-on-write of a blind upsert rewritten by key (``exec/rewriting/keyed_rewrite.py``): no join, every
     candidate file rewritten in Arrow without the source's keys, the source written as new rows; all
     of the candidates' debt cleared. Infinite when some candidate would need Spark's rewrite.
 

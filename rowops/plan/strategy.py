@@ -1,6 +1,6 @@
 """Choosing the write strategy (encoding) of an operation.
 
->>> from rowops.spec.operations import simple_merge_spec, UpdateSpec
+>>> from rowops.request.operations import simple_merge_spec, UpdateSpec
 >>> facts = TableFacts(identifier=("k",), partition_sources=("k",), data_files=4)
 >>> choose_strategy("auto", simple_merge_spec(["k"]), facts).strategy
 'hybrid'
@@ -23,7 +23,7 @@ from pyiceberg.table.metadata import TableMetadata
 from rowops.errors import InvalidInputError, UnsupportedStrategyError
 from rowops.meta.files import TableFiles
 from rowops.plan.cost import Estimate, choose_cheapest, keyed_rewrite_cost, strategy_costs
-from rowops.spec.operations import STRATEGIES, MergeSpec, OperationSpec
+from rowops.request.operations import STRATEGIES, MergeSpec, OperationSpec
 
 COPY_ON_WRITE, POSITION_DELETE, EQUALITY_DELETE = "copy-on-write", "position-delete", "equality-delete"
 HYBRID = "hybrid"
@@ -113,7 +113,7 @@ def equality_delete_specs(facts: TableFacts) -> tuple[tuple[int, ...], list[str]
 def equality_delete_blockers(spec: OperationSpec, facts: TableFacts) -> list[str]:
     """Reasons why equality deletes cannot encode ``spec`` on this table (empty when they can).
 
-    >>> from rowops.spec.operations import simple_merge_spec
+    >>> from rowops.request.operations import simple_merge_spec
     >>> equality_delete_blockers(simple_merge_spec(["k"]), TableFacts(("k", "g"), (), 1))
     ["on=['k'] is not the table's identifier columns ['k', 'g']"]
     >>> equality_delete_blockers(simple_merge_spec(["k"]), TableFacts(("k",), ("k",), 5, spec_id=1,
@@ -141,7 +141,7 @@ class Decision:
     ``clears_debt``: a copy-on-write chosen by cost, priced (``cost.strategy_costs``) as rewriting
     every candidate file that deletes apply to, touched or not, so that it clears their read debt.
     ``by_key``: that copy-on-write rewrites every candidate file by the source's keys, without a join
-    (``cost.keyed_rewrite_cost``, ``exec/keyed_rewrite.py``).
+    (``cost.keyed_rewrite_cost``, ``exec/rewriting/keyed_rewrite.py``).
     """
 
     strategy: str
@@ -187,7 +187,7 @@ def choose_strategy(
     identifier (at most one live row per key), its copy-on-write, chosen or requested, runs as the
     cheaper of the join and the rewrite by key (:func:`rowops.plan.cost.keyed_rewrite_cost`).
 
-    >>> from rowops.spec.operations import simple_merge_spec
+    >>> from rowops.request.operations import simple_merge_spec
     >>> facts = TableFacts(identifier=("k",), partition_sources=("k",), data_files=4)
     >>> choose_strategy("copy-on-write", simple_merge_spec(["k"]), facts).reason
     'requested'

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from rowops.errors import InvalidInputError, UnsupportedSqlError
-from rowops.spec.operations import (
+from rowops.request.operations import (
     DEFAULT,
     DeleteSpec,
     MatchKind,

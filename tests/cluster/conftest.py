@@ -2,7 +2,7 @@
 
 One pytest process can hold one SparkContext at a time: :class:`Sessions` keeps the current one and
 replaces it when a test asks for a session on another cluster. Sessions are created the way a user
-creates them: a ``spark-defaults.conf`` naming the master, read by ``rowops.exec.session.create_session``
+creates them: a ``spark-defaults.conf`` naming the master, read by ``rowops.exec.spark.session.create_session``
 (which also ships rowops to the executors and checks their imports). Executors run the Python of
 :func:`isolated_python`, which cannot import rowops by itself.
 """
@@ -19,7 +19,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 import rowops
-from rowops.exec.session import create_session
+from rowops.exec.spark.session import create_session
 from rowops.meta.fileio import s3a_conf
 from tests.cluster.standalone import StandaloneCluster, isolated_python
 from tests.oracles.s3_server import S3Server, s3_server

@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import rowops
-import rowops.exec.session as rowops_session
+import rowops.exec.spark.session as rowops_session
 from rowops.errors import ExecutorEnvironmentError, InvalidExpressionError
 from tests.connect.conftest import server_env, server_python
 from tests.oracles.s3_server import S3Server

@@ -1,4 +1,4 @@
-"""Copy-on-write rewrites in pyarrow tasks (``exec/arrow_rewrite.py``): which files take that way,
+"""Copy-on-write rewrites in pyarrow tasks (``exec/rewriting/arrow_rewrite.py``): which files take that way,
 and that what they write reads back as Spark's rewrite would, through every reader.
 
 These tests are about the rewrite of the positions the MERGE join found: their tables turn the rewrite
@@ -13,7 +13,7 @@ import pytest
 
 import rowops
 from rowops.errors import CardinalityViolationError, NullValueError
-from rowops.exec import strategies
+from rowops.exec.writing import strategies
 from rowops.faults import InjectedFault
 from tests.conftest import make_lake
 from tests.readers import assert_readers_agree
@@ -333,7 +333,7 @@ def test_equality_deletes_of_integer_keys_apply_inside_the_rewrite(
     lake, java, monkeypatch, kind, in_task
 ) -> None:  # type: ignore[no-untyped-def]
     """A rewrite drops the rows equality deletes remove: in its own tasks for integer keys (packed
-    codes, ``exec/arrow_deletes.py``), by a Spark semi-join for others; both read back the same."""
+    codes, ``exec/rewriting/arrow_deletes.py``), by a Spark semi-join for others; both read back the same."""
     spark = lake.spark
     cast = str if kind == "string" else int
     rows = [(i, i % 2, f"v{i}") for i in range(40)]

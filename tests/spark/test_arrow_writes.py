@@ -1,4 +1,4 @@
-"""New data and equality-delete files written by pyarrow in Spark tasks (``exec/arrow_writes.py``):
+"""New data and equality-delete files written by pyarrow in Spark tasks (``exec/writing/arrow_writes.py``):
 which tables take that way, and that the files read back as Spark's writer's would, through every
 reader."""
 
@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import types as T
 
 import rowops
-from rowops.exec import equality_writes
+from rowops.exec.writing import equality_writes
 from tests.conftest import make_lake
 from tests.readers import assert_readers_agree, assert_same_rows, rowops_rows
 from tests.spark.tables import COLUMNS, SCHEMA, Layout, Oracle, frame, make_row

@@ -1,4 +1,4 @@
-"""The forced broadcast is sized from measured bytes, under a hard cap (``exec/stats.py``).
+"""The forced broadcast is sized from measured bytes, under a hard cap (``exec/spark/stats.py``).
 
 A source of 2 KB strings is ~36 bytes a row by Spark's default widths (a string is 20 bytes) but
 ~2 KB a row measured: under ``rowops.broadcast.max-bytes`` by the first, far above it by the second.
@@ -13,11 +13,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import rowops
-from rowops import errors, operations
-from rowops.exec.session import session_conf
-from rowops.exec.source import release
-from rowops.exec.stats import BROADCAST_CAP_CONF, measured_bytes, physical_plan, row_bytes
-from rowops.spec.operations import simple_merge_spec
+from rowops import errors
+from rowops.exec.reading.source import release
+from rowops.exec.spark.session import session_conf
+from rowops.exec.spark.stats import BROADCAST_CAP_CONF, measured_bytes, physical_plan, row_bytes
+from rowops.request.operations import simple_merge_spec
+from rowops.run import row_level as operations
 from tests.readers import assert_readers_agree
 from tests.spark.tables import fingerprint
 

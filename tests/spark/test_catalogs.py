@@ -35,7 +35,7 @@ from rowops.errors import (
     UnsupportedTableFormatError,
 )
 from rowops.meta.paths import normalize_path
-from rowops.spec.identifiers import TableIdentifier
+from rowops.request.identifiers import TableIdentifier
 from tests.oracles.duckdb_reader import read_duckdb
 from tests.readers import assert_readers_agree
 from tests.spark.conftest import STRATEGIES

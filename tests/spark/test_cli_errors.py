@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import rowops
 from rowops.cli import EXIT_BAD_INPUT, app
 from rowops.errors import PipelineSourceError
-from rowops.exec.session import use_log_level
+from rowops.exec.spark.session import use_log_level
 from rowops.pipeline import parse_config, runner
 from tests.spark.tables import fingerprint
 

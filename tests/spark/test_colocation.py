@@ -9,9 +9,10 @@ from pyiceberg.types import LongType
 from pyspark.sql import functions as F
 
 import rowops
-from rowops import errors, operations
-from rowops.exec.source import release
-from rowops.spec.operations import simple_merge_spec
+from rowops import errors
+from rowops.exec.reading.source import release
+from rowops.request.operations import simple_merge_spec
+from rowops.run import row_level as operations
 from tests.readers import assert_readers_agree
 from tests.spark.spark_metrics import (
     exchanges_above_scans_of,

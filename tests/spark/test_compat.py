@@ -1,5 +1,5 @@
 """rowops uses only public Spark APIs (classic 3.5, 4.x and the Spark Connect client), except inside
-``rowops/exec/compat.py``; what it now computes without the JVM agrees with the JVM (the oracle here)."""
+``rowops/exec/spark/compat.py``; what it now computes without the JVM agrees with the JVM (the oracle here)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from rowops.exec.compat import (
+from rowops.exec.spark.compat import (
     collect_arrow,
     default_parallelism,
     explain_text,
@@ -20,8 +20,8 @@ from rowops.exec.compat import (
     select_columns,
     with_metadata,
 )
-from rowops.exec.placement import partition_keys, spark_hash_int
-from rowops.exec.stats import UNKNOWN_SIZE, plan_bytes
+from rowops.exec.spark.placement import partition_keys, spark_hash_int
+from rowops.exec.spark.stats import UNKNOWN_SIZE, plan_bytes
 from rowops.meta.hadoop_uri import qualified_uri
 from rowops.meta.paths import spark_uri, to_uri
 
@@ -33,7 +33,7 @@ def test_no_private_spark_access_outside_compat() -> None:
     found = [
         f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
         for path in sorted((ROOT / "rowops").rglob("*.py"))
-        if path.name != "compat.py" or path.parent.name != "exec"
+        if path.name != "compat.py" or path.parent.name != "spark"
         for number, line in enumerate(path.read_text().splitlines(), 1)
         if PRIVATE.search(line)
     ]
@@ -183,7 +183,7 @@ def test_with_metadata_reaches_the_parquet_files(spark, tmp_path: Path) -> None:
 
 
 def test_rows_land_in_the_partition_placement_chose(spark: SparkSession) -> None:
-    """``exec/placement.py`` computes Spark's partitioning hash without the JVM: it must agree with
+    """``exec/spark/placement.py`` computes Spark's partitioning hash without the JVM: it must agree with
     the SQL ``hash`` and with ``repartition(n, key)``, else rewrite tasks are unbalanced again."""
     values = [0, 1, -1, -7, 12345, 2**31 - 1, -(2**31)]
     hashed = spark.range(1).select(*[F.hash(F.lit(v).cast("int")) for v in values]).collect()[0]

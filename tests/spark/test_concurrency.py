@@ -40,7 +40,7 @@ from rowops.catalog.log import LakeLog, VersionTaken, version_key
 from rowops.errors import ConflictKind
 from rowops.meta.fileio import list_files, s3a_conf
 from rowops.meta.paths import is_remote, normalize_path, relative
-from rowops.spec.identifiers import TableIdentifier
+from rowops.request.identifiers import TableIdentifier
 from tests.conftest import make_lake
 from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, Layout, Oracle, frame, make_row
@@ -159,7 +159,7 @@ def _worker_main(inbox: Any, outbox: Any) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    from rowops.exec.session import configure
+    from rowops.exec.spark.session import configure
 
     builder = SparkSession.builder
     for key, value in s3_jars.session_conf(pyspark.__version__).items():

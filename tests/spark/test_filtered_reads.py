@@ -1,5 +1,5 @@
 """``Table.to_df(where=...)``: the rows of ``to_df().where(...)``, with manifests and data files pruned by
-partition summaries, partition values and column bounds before Spark reads anything (``rowops/reads.py``)."""
+partition summaries, partition values and column bounds before Spark reads anything (``rowops/run/read.py``)."""
 
 from __future__ import annotations
 

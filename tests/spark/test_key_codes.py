@@ -1,4 +1,4 @@
-"""The pre-scan's uniqueness check from collected key codes (``exec/key_codes.py``), against Python's
+"""The pre-scan's uniqueness check from collected key codes (``exec/reading/key_codes.py``), against Python's
 own count of the keys; and the rewrite by key that uses those codes, read back by every reader."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pytest
 from pyspark.sql import functions as F
 
 import rowops
-from rowops.exec import key_codes
-from rowops.exec.arrow_deletes import KeyCodec
-from rowops.exec.prescan import scan_source_keys
+from rowops.exec.reading import key_codes
+from rowops.exec.reading.prescan import scan_source_keys
+from rowops.exec.rewriting.arrow_deletes import KeyCodec
 from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, frame, make_row
 

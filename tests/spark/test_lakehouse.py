@@ -8,7 +8,7 @@ import pytest
 
 import rowops
 from rowops import errors
-from rowops.exec.file_reads import file_uri
+from rowops.exec.reading.file_reads import file_uri
 from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, SCHEMA, frame, make_row
 

@@ -65,7 +65,7 @@ READER = textwrap.dedent(
     from pyiceberg.table import StaticTable
     from rowops.catalog.tables import TableCatalog
     from rowops.catalog.transactions import LakeTransaction
-    from rowops.spec.identifiers import TableIdentifier
+    from rowops.request.identifiers import TableIdentifier
 
     tx = LakeTransaction(TableCatalog(sys.argv[1]))
     loaded = tx.load(TableIdentifier.parse("db.t"))

@@ -1,4 +1,4 @@
-"""Reading exactly the snapshot's files when Spark lists their directories (``exec/listing.py``).
+"""Reading exactly the snapshot's files when Spark lists their directories (``exec/spark/listing.py``).
 
 From ``rowops.scan.directory-listing-min-files`` files on, rowops hands Spark the files' directories
 and keeps the named files by ``_metadata.file_path``; here the threshold is 1, so every read lists
@@ -15,9 +15,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 import rowops
 from rowops import errors
-from rowops.exec.listing import DISCOVERY_CONF, MIN_FILES, MIN_FILES_CONF, min_files
-from rowops.exec.session import session_conf
-from rowops.exec.stats import physical_plan
+from rowops.exec.spark.listing import DISCOVERY_CONF, MIN_FILES, MIN_FILES_CONF, min_files
+from rowops.exec.spark.session import session_conf
+from rowops.exec.spark.stats import physical_plan
 from rowops.meta.paths import parent, to_uri
 from tests.conftest import make_lake
 from tests.readers import assert_readers_agree

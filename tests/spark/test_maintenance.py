@@ -19,7 +19,6 @@ from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.update import SetSnapshotRefUpdate, update_table_metadata
 
 import rowops
-from rowops import maintenance_ops, operations
 from rowops.errors import (
     CatalogFeatureError,
     CommitConflictError,
@@ -28,8 +27,10 @@ from rowops.errors import (
     NoSuchColumnError,
     SnapshotExpiredError,
 )
-from rowops.exec.source import release
+from rowops.exec.reading.source import release
 from rowops.meta.paths import local_path
+from rowops.run import maintenance as maintenance_ops
+from rowops.run import row_level as operations
 from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, Layout, Oracle, fingerprint, frame, make_row
 from tests.spark.test_errors import assert_unchanged

@@ -10,16 +10,16 @@ from pyiceberg.types import LongType
 from pyspark.sql import functions as F
 
 import rowops
-from rowops import operations
 from rowops.errors import CardinalityViolationError
-from rowops.exec import key_codes
-from rowops.exec.cardinality import repeated_matches_bitmap, repeated_matches_groupby
-from rowops.exec.changes import matched_rows, merge_changes
-from rowops.exec.compat import explain_text
-from rowops.exec.scan import scan
-from rowops.exec.summary import summarize
+from rowops.exec.changes.rows import matched_rows, merge_changes
+from rowops.exec.changes.summary import summarize
+from rowops.exec.checks.cardinality import repeated_matches_bitmap, repeated_matches_groupby
+from rowops.exec.reading import key_codes
+from rowops.exec.reading.scan import scan
+from rowops.exec.spark.compat import explain_text
 from rowops.meta.delete_index import delete_index
-from rowops.spec.operations import simple_merge_spec
+from rowops.request.operations import simple_merge_spec
+from rowops.run import row_level as operations
 from tests.conftest import make_lake
 from tests.readers import assert_readers_agree
 from tests.spark.spark_metrics import exchanges_above_scans_of, scans_of, shuffle_bytes_written
@@ -208,7 +208,7 @@ def test_auto_paydown_clears_the_read_debt_of_every_candidate(any_lake, java, mo
     too (and folds the small ones into its new files): afterwards no delete applies to any data file,
     the dangling equality deletes are gone, and the rows are the upserted ones.
 
-    A blind upsert on unique integer keys is rewritten by key (``exec/keyed_rewrite.py``): no MERGE
+    A blind upsert on unique integer keys is rewritten by key (``exec/rewriting/keyed_rewrite.py``): no MERGE
     join, so no summary pass (its tasks count the live rows they replace); a conditional MERGE joins."""
     table, expected = _indebted(any_lake)
     joined = []

@@ -17,9 +17,9 @@ from pyspark.sql import functions as F
 
 import rowops
 from rowops import errors
-from rowops.exec import write
-from rowops.exec.prescan import scan_source_keys
-from rowops.exec.stats import is_small, measured_bytes
+from rowops.exec.reading.prescan import scan_source_keys
+from rowops.exec.spark.stats import is_small, measured_bytes
+from rowops.exec.writing import write
 from rowops.meta import files as meta_files
 from rowops.table import Table
 from tests.spark.tables import fingerprint

@@ -1,4 +1,4 @@
-"""An operation's writes run together from driver threads (``rowops/exec/parallel.py``): they really
+"""An operation's writes run together from driver threads (``rowops/exec/spark/parallel.py``): they really
 overlap, a failure is raised only once every write has ended (the staging area is removed after),
 each thread keeps the caller's Spark job properties, and session settings changed by overlapping
 blocks are restored to the session's own value."""
@@ -11,8 +11,8 @@ import threading
 import pytest
 from pyspark.sql import SparkSession
 
-from rowops.exec.parallel import CONCURRENT_CONF, run_together
-from rowops.exec.session import session_conf
+from rowops.exec.spark.parallel import CONCURRENT_CONF, run_together
+from rowops.exec.spark.session import session_conf
 from tpcds import bench_profile
 
 KEY = "rowops.test.overlapping"

@@ -20,7 +20,7 @@ from pyiceberg.table import Table as IcebergTable
 import rowops
 from rowops.catalog.log import TableEntry
 from rowops.errors import InvalidInputError, UnsupportedStorageError, WriteVerificationError
-from rowops.exec.types import to_spark_schema
+from rowops.exec.spark.types import to_spark_schema
 from tests.oracles import assert_same_rows
 from tests.oracles.test_oracles import (
     CASE_NAMES,

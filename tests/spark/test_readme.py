@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import rowops
 from rowops.cli import EXIT_BAD_INPUT, app
-from rowops.exec.session import use_log_level
+from rowops.exec.spark.session import use_log_level
 from spark_jobs import pipeline_demo, upsert_demo
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""The read path under deletes (``exec/scan.py``): which rows meet which delete machinery, and the
+"""The read path under deletes (``exec/reading/scan.py``): which rows meet which delete machinery, and the
 physical plan Spark runs for a read (no timings: shapes only; correctness is the behaviour suites')."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 import rowops
-from rowops.exec import equality_deletes, packed_keys, scan
-from rowops.exec.arrow_deletes import KeyCodec
-from rowops.exec.packed_keys import packed_key
-from rowops.exec.session import session_conf
-from rowops.exec.stats import BROADCAST_CAP_CONF
+from rowops.exec.reading import equality_deletes, packed_keys, scan
+from rowops.exec.reading.packed_keys import packed_key
+from rowops.exec.rewriting.arrow_deletes import KeyCodec
+from rowops.exec.spark.session import session_conf
+from rowops.exec.spark.stats import BROADCAST_CAP_CONF
 from rowops.meta.paths import normalize_path
 from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, frame, make_row

@@ -19,10 +19,11 @@ import pytest
 from pyspark.sql import DataFrame
 
 import rowops
-from rowops import maintenance_ops, operations
 from rowops.errors import CommitConflictError, ConflictKind
-from rowops.exec.source import release
-from rowops.spec.operations import DeleteSpec, OperationSpec, UpdateSpec
+from rowops.exec.reading.source import release
+from rowops.request.operations import DeleteSpec, OperationSpec, UpdateSpec
+from rowops.run import maintenance as maintenance_ops
+from rowops.run import row_level as operations
 from tests.readers import assert_readers_agree
 from tests.spark.tables import fingerprint
 

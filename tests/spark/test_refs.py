@@ -16,10 +16,10 @@ from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import StaticTable
 
 import rowops
-from rowops import operations
 from rowops.errors import CommitConflictError, InvalidInputError, InvalidRefError, NotFastForwardError
-from rowops.exec.source import release
-from rowops.spec.operations import simple_merge_spec
+from rowops.exec.reading.source import release
+from rowops.request.operations import simple_merge_spec
+from rowops.run import row_level as operations
 from tests.oracles.compare import assert_same_rows
 from tests.oracles.duckdb_reader import read_duckdb
 from tests.oracles.java_reader import JavaIcebergReader

@@ -11,7 +11,7 @@ from pyiceberg.table import StaticTable
 from pyspark.sql import functions as F
 
 import rowops
-from rowops.cli import _commit_line, _snapshot_line
+from rowops.cli_text import commit_line, snapshot_line
 from tests.spark.tables import frame, make_row
 
 ICEBERG_COUNTS = (
@@ -62,7 +62,7 @@ def test_blind_upsert_says_what_it_wrote(lake, spark) -> None:  # type: ignore[n
     entry = rowops.Lakehouse(lake.root, spark=spark).history()[-1]
     assert (entry.rows_inserted, entry.rows_updated, entry.rows_deleted) == (None, None, 0)
     assert (entry.records_added, entry.records_removed, entry.equality_deletes_added) == (3, 0, 3)
-    line = _commit_line(entry)
+    line = commit_line(entry)
     assert "rows +? ~? -0" in line and "records +3 -0" in line and "equality deletes +3" in line
 
 
@@ -76,7 +76,7 @@ def test_blind_delete_by_key_says_what_it_wrote(lake, spark) -> None:  # type: i
     assert (result.rows_written, result.keys_deleted) == (0, 2)
     entry = rowops.Lakehouse(lake.root, spark=spark).history()[-1]
     assert (entry.rows_inserted, entry.rows_updated, entry.rows_deleted) == (0, 0, None)
-    assert "rows +0 ~0 -?" in _commit_line(entry)
+    assert "rows +0 ~0 -?" in commit_line(entry)
 
 
 def test_history_counts_creates_and_appends(lake, spark) -> None:  # type: ignore[no-untyped-def]
@@ -87,14 +87,14 @@ def test_history_counts_creates_and_appends(lake, spark) -> None:  # type: ignor
         tx.create_table("db.u", spark.range(5).select("id"))
     created, appended, in_tx = rowops.Lakehouse(lake.root, spark=spark).history()[-3:]
     assert (created.rows_inserted, created.rows_updated, created.rows_deleted) == (1000, 0, 0)
-    assert created.records_added == 1000 and "rows +1000 ~0 -0" in _commit_line(created)
+    assert created.records_added == 1000 and "rows +1000 ~0 -0" in commit_line(created)
     assert (appended.rows_inserted, appended.records_added) == (10, 10)
     assert (in_tx.rows_inserted, in_tx.records_added) == (5, 5)
     ours, theirs = _summaries(lake, spark)
     assert ours["added-records"] == theirs["added-records"] == "10"
     assert ours["total-records"] == theirs["total-records"] == "1010"
     first = rowops.Lakehouse(lake.root, spark=spark).table("db.t").snapshots()[0]
-    assert "added-records=1000" in _snapshot_line(first)
+    assert "added-records=1000" in snapshot_line(first)
 
 
 def _readme_merge(t, spark, strategy: str):  # type: ignore[no-untyped-def]

@@ -44,9 +44,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 import rowops
-from rowops.exec.prescan import scan_source_keys
-from rowops.exec.transforms import apply_rust_transform, parse_value, partition_value
-from rowops.exec.types import to_spark_schema
+from rowops.exec.reading.prescan import scan_source_keys
+from rowops.exec.spark.transforms import apply_rust_transform, parse_value, partition_value
+from rowops.exec.spark.types import to_spark_schema
 from rowops.meta.paths import normalize_path
 from tests.readers import assert_readers_agree
 

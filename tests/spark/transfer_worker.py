@@ -30,7 +30,7 @@ from pyspark.sql import types as T
 
 import rowops
 from rowops.catalog.log import LakeLog, VersionTaken
-from rowops.exec.session import configure
+from rowops.exec.spark.session import configure
 
 ACCOUNTS = T.StructType([T.StructField("id", T.LongType()), T.StructField("balance", T.LongType())])
 LEDGER = T.StructType(

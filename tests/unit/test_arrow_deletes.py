@@ -1,4 +1,4 @@
-"""Equality deletes applied in a rewrite task (``exec/arrow_deletes.py``), without Spark: packed keys
+"""Equality deletes applied in a rewrite task (``exec/rewriting/arrow_deletes.py``), without Spark: packed keys
 match exactly what a null-safe comparison of the key columns matches, across delete files."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rowops.exec.arrow_deletes import DeletedKeys, KeyCodec, KeyDeletes, aligned_span, codec_over
+from rowops.exec.rewriting.arrow_deletes import DeletedKeys, KeyCodec, KeyDeletes, aligned_span, codec_over
 from rowops.meta.fileio import make_io
 
 FIELD_ID = b"PARQUET:field_id"

@@ -10,9 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rowops.exec import arrow_files
-from rowops.exec.arrow_files import NewRows, rewrite_file, writer_options
-from rowops.exec.arrow_rewrite import per_file
+from rowops.exec.rewriting import arrow_files
+from rowops.exec.rewriting.arrow_files import NewRows, rewrite_file, writer_options
+from rowops.exec.rewriting.arrow_rewrite import per_file
 from rowops.meta.fileio import make_io
 
 

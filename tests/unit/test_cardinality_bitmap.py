@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from rowops.exec.cardinality import find_repeated_positions
-from rowops.exec.summary import summarize_batches
+from rowops.exec.changes.summary import summarize_batches
+from rowops.exec.checks.cardinality import find_repeated_positions
 
 
 def _batch(files: list[str], positions: list[int]) -> pa.RecordBatch:

@@ -27,7 +27,7 @@ from rowops.errors import InvalidInputError, InvalidSchemaChangeError, NoDefault
 from rowops.meta import evolution
 from rowops.meta.defaults import normalize, resolve_defaults, sql_literal, with_write_defaults
 from rowops.meta.v3 import metadata_json
-from rowops.spec.operations import DEFAULT, MergeClause, MergeSpec, UpdateSpec
+from rowops.request.operations import DEFAULT, MergeClause, MergeSpec, UpdateSpec
 
 SCHEMA = Schema(NestedField(1, "k", LongType(), required=True), NestedField(2, "n", IntegerType()))
 

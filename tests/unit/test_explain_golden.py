@@ -14,7 +14,7 @@ import pytest
 from rowops.plan.cost import Estimate
 from rowops.plan.explain import FileGroup, PlanReport, format_report
 from rowops.plan.strategy import TableFacts, choose_strategy
-from rowops.spec.operations import DeleteSpec, simple_merge_spec
+from rowops.request.operations import DeleteSpec, simple_merge_spec
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 FACTS = TableFacts(identifier=("k",), partition_sources=("k",), data_files=16)

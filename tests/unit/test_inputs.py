@@ -6,11 +6,11 @@ import pytest
 from pyspark.sql import types as T
 
 from rowops.errors import CorruptLakeError, InvalidArgumentError, RowOpsError
-from rowops.exec.transforms import parse_partition_dirs
-from rowops.exec.types import to_iceberg_schema
+from rowops.exec.spark.transforms import parse_partition_dirs
+from rowops.exec.spark.types import to_iceberg_schema
 from rowops.meta.tables import build_partition_spec
-from rowops.spec.inputs import checked_call, merge_on, name_list, sql_text
-from rowops.spec.partitioning import parse_partition_by
+from rowops.request.inputs import checked_call, merge_on, name_list, sql_text
+from rowops.request.partitioning import parse_partition_by
 
 
 @checked_call

@@ -16,7 +16,7 @@ from pyiceberg.types import LongType, NestedField
 from rowops.catalog.tables import TableCatalog
 from rowops.meta.metadata_cache import MetadataCache, MetadataCacheMismatchError
 from rowops.meta.v3 import metadata_json
-from rowops.spec.identifiers import TableIdentifier
+from rowops.request.identifiers import TableIdentifier
 
 SCHEMA = Schema(NestedField(1, "k", LongType(), required=True))
 

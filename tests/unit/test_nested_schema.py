@@ -8,10 +8,10 @@ from pyiceberg.types import IntegerType, ListType, MapType, StringType, StructTy
 from pyspark.sql import types as T
 
 from rowops.errors import InvalidInputError, InvalidPartitionSpecError
-from rowops.exec.types import FIELD_ID_KEY, to_iceberg_schema, to_spark_schema, writable
+from rowops.exec.spark.types import FIELD_ID_KEY, to_iceberg_schema, to_spark_schema, writable
 from rowops.meta.tables import NAME_MAPPING, new_metadata
-from rowops.spec.partitioning import parse_partition_by
-from rowops.spec.sorting import parse_sort_by
+from rowops.request.partitioning import parse_partition_by
+from rowops.request.sorting import parse_sort_by
 
 SPARK = T.StructType(
     [

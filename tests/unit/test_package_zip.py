@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 OPEN_TWICE = (
     "import rowops\n"
-    "from rowops.exec import session\n"
+    "from rowops.exec.spark import session\n"
     "for _ in range(2):\n"
     "    rowops.Lakehouse(r'{lake}', spark=None)\n"
     "    session.package_zip.cache_clear()\n"
@@ -41,5 +41,5 @@ def test_processes_opening_a_lake_share_one_zip(tmp_path: Path) -> None:
     assert len(set(first + second)) == 1  # two processes, two opens each: one zip
     assert [p.name for p in tmp.iterdir() if p.name.startswith("rowops-py-")] == [Path(first[0]).parent.name]
     with zipfile.ZipFile(first[0]) as archive:
-        assert "rowops/exec/session.py" in archive.namelist()
+        assert "rowops/exec/spark/session.py" in archive.namelist()
     assert not [p for p in Path(first[0]).parent.iterdir() if p.name != "rowops.zip"]  # no temp files left

@@ -1,4 +1,4 @@
-"""``exec/sorted_ints.py`` against numpy's own ``np.unique`` (the oracle), on any int64 array."""
+"""``exec/reading/sorted_ints.py`` against numpy's own ``np.unique`` (the oracle), on any int64 array."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from rowops.exec.sorted_ints import has_repeats, sorted_distinct
+from rowops.exec.reading.sorted_ints import has_repeats, sorted_distinct
 
 INT64 = arrays(np.int64, st.integers(0, 300), elements=st.integers(-(2**63), 2**63 - 1))
 SMALL = arrays(np.int64, st.integers(0, 300), elements=st.integers(-5, 5))  # many repeats

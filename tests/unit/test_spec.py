@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from rowops.errors import InvalidIdentifierError, InvalidInputError, InvalidPartitionSpecError, RowOpsError
-from rowops.spec.identifiers import TableIdentifier, parse_namespace
-from rowops.spec.operations import MergeClause, MergeSpec, simple_merge_spec
-from rowops.spec.partitioning import parse_partition_by, parse_partition_field
+from rowops.request.identifiers import TableIdentifier, parse_namespace
+from rowops.request.operations import MergeClause, MergeSpec, simple_merge_spec
+from rowops.request.partitioning import parse_partition_by, parse_partition_field
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from rowops.meta import evolution
 from rowops.meta.files import TableFiles
 from rowops.meta.spec_evolution import replace_sort_order, spec_text, update_spec
 from rowops.meta.tables import new_metadata
-from rowops.spec.partitioning import parse_partition_by
+from rowops.request.partitioning import parse_partition_by
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True),

@@ -7,7 +7,14 @@ from types import SimpleNamespace
 import pytest
 
 from rowops.errors import InvalidInputError, SqlSyntaxError, UnsupportedSqlError
-from rowops.spec.operations import DEFAULT, DeleteSpec, MergeClause, MergeSpec, UpdateSpec, simple_merge_spec
+from rowops.request.operations import (
+    DEFAULT,
+    DeleteSpec,
+    MergeClause,
+    MergeSpec,
+    UpdateSpec,
+    simple_merge_spec,
+)
 from rowops.sqltext.parse import Dml, Query, parse_statement
 from rowops.sqltext.tables import TimeTravel, lake_template, parse_query, snapshot_at, snapshot_of
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import types as T
 
-from rowops.exec.validation import can_store_assign, widens
+from rowops.exec.checks.validation import can_store_assign, widens
 
 TYPES = {
     "boolean": T.BooleanType(),

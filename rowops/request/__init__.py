@@ -1,0 +1,1 @@
+"""The user's requests (and their results) as plain frozen data: no Spark, no I/O."""
