@@ -58,7 +58,7 @@ run: install
 	$(PY) -m spark_jobs.upsert_demo --lake lake --sf 0.1
 
 # the example pipeline (conf/store_sales_pipeline.toml) over TPC-DS store_sales change batches: batch 1,
-# batch 1 again (a no-op), batch 2, then describe and history (README.md, "Scheduled pipelines")
+# batch 1 again (a no-op), batch 2, then describe and history (docs/guide/pipelines.md, "Your first pipeline")
 pipeline-demo: install
 	$(PY) -m spark_jobs.pipeline_demo --lake lake-pipeline --sf 0.1
 

@@ -26,7 +26,7 @@ class RowOpsError(Exception):
 class InvalidInputError(RowOpsError):
     """The request is malformed: bad argument values, invalid SQL, invalid partition spec."""
 
-    help = "Check the arguments against the rowops API documentation in README.md."
+    help = "Check the arguments against the rowops API documentation in docs/guide/ (index.md)."
 
 
 class UnsupportedStorageError(InvalidInputError):
@@ -73,7 +73,7 @@ class SqlSyntaxError(InvalidInputError):
 
     help = (
         "Write one Spark SQL statement: MERGE INTO ns.t USING ... ON ... WHEN ..., UPDATE ns.t SET ... "
-        "WHERE ..., DELETE FROM ns.t WHERE ..., or a SELECT query (see README.md, section SQL)."
+        "WHERE ..., DELETE FROM ns.t WHERE ..., or a SELECT query (see docs/guide/sql.md)."
     )
 
 
@@ -82,7 +82,7 @@ class UnsupportedSqlError(InvalidInputError):
 
     help = (
         "rowops.sql runs MERGE INTO, UPDATE, DELETE FROM (optionally after EXPLAIN) and SELECT queries; "
-        "use the Python API for the rest (README.md, section SQL)."
+        "use the Python API for the rest (docs/guide/sql.md)."
     )
 
 
@@ -124,7 +124,7 @@ class InvalidSchemaChangeError(InvalidInputError):
     """A schema change that Iceberg or the table does not allow: an existing name, a type that is not
     a promotion, dropping a key, partition or sort column, an unknown type."""
 
-    help = "See README.md, section Schema evolution, for the changes rowops supports."
+    help = "See docs/guide/evolution.md for the changes rowops supports."
 
 
 class NoDefaultError(InvalidInputError):
@@ -434,7 +434,7 @@ class UnsupportedTableFormatError(InvalidInputError):
 class PipelineConfigError(InvalidInputError):
     """A pipeline configuration file is missing, unparseable, or has an unknown or ill-typed field."""
 
-    help = "Fix the named field of the pipeline's TOML file (see 'Scheduled pipelines' in README.md)."
+    help = "Fix the named field of the pipeline's TOML file (see docs/guide/pipelines.md)."
 
 
 class PipelineSourceError(InvalidInputError):

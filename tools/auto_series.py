@@ -3,7 +3,7 @@
 What the cases benchmark (``tpcds.bench_cases``) reports as means, this prints per MERGE: write
 seconds, the encoding ``auto`` chose (and its cost numbers), the live data / delete files, and the
 read query's time after each MERGE. It is the harness behind the cost model's decisions
-(ARCHITECTURE.md, "Planning" / cost model); run from the repository root:
+(docs/ARCHITECTURE.md, "Planning: cost-based `auto`"; tpcds/results/HISTORY.md); run from the repository root:
 
     python -m tools.auto_series --source data/tpcds/sf1 --work /tmp/auto-run \\
         --cases 1,2 --strategies auto,equality-delete --out /tmp/auto-run/series.json

@@ -14,7 +14,7 @@ Designs: ``merge`` (Iceberg's defaults: ``commit.manifest-merge.enabled`` with 1
 and ``no-merge`` (``commit.manifest-merge.enabled=false``: one more manifest per commit, as rowops
 committed before manifest merging). Run with an older rowops on ``PYTHONPATH`` (no ``meta/manifests``)
 it measures that version (no cache: cold and warm are the same path). Writes
-``<out>/manifests-commits.json``; numbers depend on the machine (2 shared cores here), not asserted.
+``<out>/manifests-commits-<label>.json``; numbers depend on the machine (2 shared cores here), not asserted.
 """
 
 from __future__ import annotations

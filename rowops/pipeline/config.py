@@ -16,10 +16,10 @@
 Traceback (most recent call last):
 ...
 rowops.errors.PipelineConfigError: bad.toml: unknown key [pipeline].batch; allowed keys: batch_id, id, lake, storage_options
-Help: Fix the named field of the pipeline's TOML file (see 'Scheduled pipelines' in README.md).
+Help: Fix the named field of the pipeline's TOML file (see docs/guide/pipelines.md).
 
 Every section rejects unknown keys (naming the key and the allowed ones); every field is checked
-for presence and type (naming the field and the expected type). See README.md, "Scheduled pipelines".
+for presence and type (naming the field and the expected type). See docs/guide/pipelines.md.
 """
 
 from __future__ import annotations

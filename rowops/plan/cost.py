@@ -15,7 +15,7 @@ deletes pile up as long as reading them stays cheaper than rewriting, then a rew
   row of the touched partitions with the keys.
 
 The constants were measured on TPC-DS store_sales SF 1 (103 MB, 2.9M rows) on the 2-core reference
-machine, where a plain scan of the table takes ~0.7 s (see ARCHITECTURE.md, "cost model").
+machine, where a plain scan of the table takes ~0.7 s (see docs/ARCHITECTURE.md, "Planning: cost-based `auto`", and tpcds/results/HISTORY.md).
 
 >>> est = Estimate(source_rows=1_000, source_bytes=100_000, candidate_bytes=50_000_000,
 ...                candidate_rows=500_000, candidate_files=10, key_fraction=0.1, partition_bytes=50_000_000)

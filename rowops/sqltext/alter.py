@@ -44,7 +44,7 @@ _TOKEN = re.compile(r"\s*(?:(`(?:[^`]|``)+`)|([A-Za-z_][A-Za-z0-9_]*)|(\d+)|([()
 _HELP = (
     "rowops.sql runs ALTER TABLE ns.t ADD / DROP / REPLACE PARTITION FIELD and WRITE [LOCALLY] ORDERED "
     "BY / DISTRIBUTED BY PARTITION / UNORDERED; use table.add_columns and the other table methods for "
-    "the rest (README.md, section Partition and sort order evolution)."
+    "the rest (docs/guide/evolution.md)."
 )
 _PLURAL = {"years": "year", "months": "month", "days": "day", "hours": "hour"}
 

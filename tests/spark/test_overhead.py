@@ -24,7 +24,7 @@ from rowops.meta import files as meta_files
 from rowops.table import Table
 from tests.spark.tables import fingerprint
 
-# The jobs of one tiny MERGE after the fixed-cost cut (docs/ARCHITECTURE.md, "The jobs of one MERGE");
+# The jobs of one tiny MERGE after the fixed-cost cut (tpcds/results/HISTORY.md, "Fixed costs of one MERGE");
 # before it (tools/profile_tiny.py on the benchmark's tiny table): auto 8, copy-on-write 16,
 # position deletes 18, equality deletes 8.
 MAX_JOBS = {"auto": 3, "copy-on-write": 10, "position-delete": 10, "equality-delete": 3}

@@ -1,8 +1,8 @@
-"""The README's Python examples run as written (in a scratch directory), so the docs stay true."""
+"""The README's quick start, `make run` and the first pipeline of docs/guide/pipelines.md run as written
+(in a scratch directory), so the docs stay true. The guide pages' examples: test_docs.py."""
 
 from __future__ import annotations
 
-import re
 import shlex
 import shutil
 from pathlib import Path
@@ -14,62 +14,33 @@ import rowops
 from rowops.cli import EXIT_BAD_INPUT, app
 from rowops.exec.spark.session import use_log_level
 from spark_jobs import pipeline_demo, upsert_demo
+from tests.docs_blocks import README, blocks
+from tests.oracles.duckdb_reader import read_duckdb
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+PIPELINES = ROOT / "docs" / "guide" / "pipelines.md"
 MAKEFILE = ROOT / "Makefile"
 TINY_SF = "0.01"  # 28,810 store_sales rows
 
 
 def test_readme_examples_run(spark, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-    assert len(blocks) >= 4
+    """The quick start, as written, in an empty directory; its table read cold and by DuckDB."""
+    runnable = [b for b in blocks(README) if b.reason_not_run is None]
+    assert [b.language for b in runnable] == ["python"]  # the quick start (the guides: test_docs.py)
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {}
-    for block in blocks[:4]:  # quick start, the MERGE builder, transactions, planning and tuning
-        exec(compile(block, str(README), "exec"), namespace)
-    t, r = namespace["t"], namespace["r"]
-    assert r.rows_deleted is not None  # type: ignore[attr-defined]
-    rows = {row["id"]: row for row in t.to_df().collect()}  # type: ignore[attr-defined]
-    assert not [i for i in rows if i < 10]  # NOT MATCHED BY SOURCE AND t.id < 10: deleted
-    assert 10 in rows and rows[14]["status"] == "late"  # amount 0 rows got status 'late'
-    assert rows[995]["status"] == "paid" and rows[995]["amount"] == 99 + 99  # odd id: updated s + t
-    lake = namespace["lake"]
-    assert "db.payments" in lake.list_tables("db")  # type: ignore[attr-defined]
-    assert lake.history()[-1].transaction_id  # type: ignore[attr-defined]
-    assert 996 not in rows  # even id: deleted by "s.op = 'D'"
-    assert all(row["amount"] != 1 for row in rows.values())
-    # maintenance, then schema evolution, on the quick start's table
-    maintenance = next(block for block in blocks if "table.compact(" in block)
-    exec(compile(maintenance, str(README), "exec"), namespace)
-    assert not t.files().deletes and rows == {r["id"]: r for r in t.to_df().collect()}  # type: ignore[attr-defined]
-    exec(compile(next(block for block in blocks if "add_columns" in block), str(README), "exec"), namespace)
-    assert t.schema.column_names == ["id", "amount", "state", "discount"]  # type: ignore[attr-defined]
-    assert t.to_df(snapshot_id=namespace["before"]).columns == ["id", "amount", "status"]  # type: ignore[attr-defined]
-    # column defaults (format v3) on a table of their own
-    exec(compile(next(block for block in blocks if "set_default" in block), str(README), "exec"), namespace)
-    got = {
-        r["id"]: (r["amount"], r["channel"], str(r["discount"])) for r in namespace["t3"].to_df().collect()
-    }  # type: ignore[attr-defined]
-    assert got == {1: (10, "store", "0.00"), 2: (21, "store", "0.00"), 3: (30, "store", "0.00")}
-    # partition and sort order evolution on the same table
-    exec(
-        compile(next(block for block in blocks if "add_partition_field" in block), str(README), "exec"),
-        namespace,
-    )
-    assert [f.name for f in t.metadata.spec().fields] == ["id_bucket_4", "st"]  # type: ignore[attr-defined]
-    assert not t.metadata.sort_order().fields and t.metadata.default_spec_id == 2  # type: ignore[attr-defined]
-    assert t.to_df().where("id = 12").first()["amount"] == rows[12]["amount"] + 1  # type: ignore[attr-defined]
-    # branches and tags: write-audit-publish on the same table
-    exec(compile(next(block for block in blocks if "create_branch" in block), str(README), "exec"), namespace)
-    assert set(t.refs()) == {"main", "v1"}  # type: ignore[attr-defined]
-    assert t.refs()["v1"]["snapshot_id"] == t.current_snapshot_id  # type: ignore[attr-defined]
-    assert t.to_df().where("id = 10").first()["amount"] == 2 * rows[10]["amount"]  # type: ignore[attr-defined]
-    # SQL text (its own table): MERGE / UPDATE / DELETE / EXPLAIN / a transaction, then queries
-    sql = next(block for block in blocks if "lake.sql(" in block)
-    exec(compile(sql, str(README), "exec"), namespace)
-    accounts = {r["id"]: (r["balance"], r["state"]) for r in namespace["accounts"].to_df().collect()}  # type: ignore[attr-defined]
-    assert accounts == {3: (37, "big"), 4: (0, "big")}
+    exec(compile(runnable[0].code, runnable[0].where, "exec"), namespace)
+    assert namespace["r"].snapshot_id  # type: ignore[attr-defined]
+    expected = {i: (i % 7, "open") for i in range(1000)}
+    expected.update({i: (99, "paid") for i in range(990, 1010)})  # the upsert
+    for i in range(990, 995):  # the delete by key
+        del expected[i]
+    expected = {i: (a, "billed" if a == 0 else s) for i, (a, s) in expected.items() if a != 1}
+    del expected[3]  # the SQL DELETE
+    cold = rowops.Lakehouse(tmp_path / "lake", spark=spark).table("db.orders")
+    assert {r["id"]: (r["amount"], r["status"]) for r in cold.to_df().collect()} == expected
+    duck = read_duckdb(cold.metadata_location).to_pylist()  # an independent reader
+    assert {r["id"]: (r["amount"], r["status"]) for r in duck} == expected
 
 
 def _recipe(target: str) -> list[str]:
@@ -108,9 +79,9 @@ def test_readme_make_run_steps_run(fresh_clone: Path) -> None:
 
 
 def test_readme_first_pipeline_runs_as_written(fresh_clone: Path) -> None:
-    """ "Scheduled pipelines" on a fresh clone: ``make pipeline-demo`` first (at a tiny scale factor),
-    then every ``$ rowops ...`` command the README shows, as written."""
-    section = README.read_text().split("## Scheduled pipelines", 1)[1].split("\n## ", 1)[0]
+    """ "Your first pipeline" on a fresh clone: ``make pipeline-demo`` first (at a tiny scale factor),
+    then every ``$ rowops ...`` command docs/guide/pipelines.md shows, as written."""
+    section = PIPELINES.read_text().split("## Your first pipeline", 1)[1].split("\n## ", 1)[0]
     assert "run `make pipeline-demo` first" in section
     commands = [shlex.split(line[2:]) for line in section.splitlines() if line.startswith("$ rowops ")]
     assert len(commands) >= 3 and commands[0][-4:-2] == ["run", "conf/store_sales_pipeline.toml"]

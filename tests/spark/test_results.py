@@ -98,7 +98,7 @@ def test_history_counts_creates_and_appends(lake, spark) -> None:  # type: ignor
 
 
 def _readme_merge(t, spark, strategy: str):  # type: ignore[no-untyped-def]
-    """The README's MERGE builder example, on the tiny table."""
+    """The MERGE builder example of docs/guide/merge.md, on the tiny table."""
     source = frame(spark, [make_row(k, 1) for k in (0, 1, 2, 3, 4, 10, 11)])
     source = source.withColumn("op", F.when(F.col("k") % 2 == 0, "D").otherwise("U"))
     return (

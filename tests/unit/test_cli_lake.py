@@ -83,7 +83,7 @@ def test_a_failed_pipeline_run_leaves_no_lake_behind(tmp_path: Path) -> None:
 
 
 def test_a_pipeline_on_a_fresh_lake_names_what_creates_its_target(tmp_path: Path) -> None:
-    """The README's pipeline on a lake without its table: the error says what to run (make
+    """The documented pipeline (docs/guide/pipelines.md) on a lake without its table: the error says what to run (make
     pipeline-demo for the shipped config), and nothing is written."""
     lake = tmp_path / "lake-pipeline"
     rowops.Lakehouse(lake)

@@ -249,8 +249,8 @@ def test_an_index_entry_is_verified_against_the_log(tmp_path: Path) -> None:
 def test_the_shipped_and_documented_configs_parse() -> None:
     root = Path(__file__).resolve().parents[2]
     shipped = load_config(root / "conf" / "store_sales_pipeline.toml")
-    readme = (root / "README.md").read_text()
-    documented = parse_config(readme.split("```toml\n", 1)[1].split("```", 1)[0], "README.md")
+    guide = (root / "docs" / "guide" / "pipelines.md").read_text()
+    documented = parse_config(guide.split("```toml\n", 1)[1].split("```", 1)[0], "pipelines.md")
     for config in (shipped, documented):
         assert config.id == "store_sales_changes" and config.source.cdc is not None
         assert config.targets[0].keys == ("ss_ticket_number", "ss_item_sk")

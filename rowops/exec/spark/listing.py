@@ -9,7 +9,7 @@ directory: a LIST request per 1,000 entries on S3) and keeps exactly the named f
 ``_metadata.file_path``: Spark's file index evaluates filters on constant metadata columns per listed
 file, before any read is planned (``PartitioningAwareFileIndex.listFiles``, Spark 3.4+, 4.x), so
 other files of those directories (orphans, files of uncommitted attempts, files of older snapshots)
-are never opened. Measured by ``tools/bench_listing.py`` (docs/ARCHITECTURE.md, "Listing files").
+are never opened. Measured by ``tools/bench_listing.py`` (tpcds/results/HISTORY.md, "Metadata paths").
 """
 
 from __future__ import annotations
