@@ -5,7 +5,7 @@ Iceberg's scan reports its ``bucket(16, ss_ticket_number)`` grouping to Spark wh
 storage-partitioned join), and the query's ``count(DISTINCT ss_ticket_number)`` then aggregates bucket
 by bucket without an ``Exchange``; rowops' file scan reports no grouping, so Spark shuffles the
 tickets. This times the query both ways on a fresh Iceberg table of the TPC-DS data (docs/guide/benchmarks.md,
-"Cases 1–4").
+"Cases 1-4").
 
 Usage::
 

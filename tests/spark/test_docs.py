@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 import rowops
 from rowops.cli import app
-from rowops.exec.session import use_log_level
+from rowops.exec.spark.session import use_log_level
 from tests.docs_blocks import GUIDE, ROOT, Block, blocks, rowops_commands
 from tests.oracles.duckdb_reader import read_duckdb
 
