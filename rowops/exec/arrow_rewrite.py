@@ -68,6 +68,7 @@ from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.fileio import make_io
 from rowops.meta.files import LiveFile, WrittenFile
 from rowops.meta.paths import join
+from rowops.meta.v3 import V3
 
 ENABLED_PROPERTY = "rowops.rewrite.arrow.enabled"
 _OUT_SCHEMA = "idx int, written string, rows long, replaced long"
@@ -90,6 +91,8 @@ class Rewritten:
 def arrow_eligible(metadata: TableMetadata, index: DeleteIndex, files: Sequence[LiveFile]) -> list[LiveFile]:
     """The files of ``files`` that can be rewritten in Arrow (see the module doc)."""
     if metadata.properties.get(ENABLED_PROPERTY, "true").lower() != "true":
+        return []
+    if metadata.format_version >= V3:  # row lineage: Spark's rewrite carries it (``exec/lineage.py``)
         return []
     if not all(isinstance(f.field_type, PrimitiveType) for f in metadata.schema().fields):
         return []  # conform() matches top-level field ids only

@@ -6,9 +6,8 @@ they rewrite) gives: an updated row keeps its ``_row_id`` and takes the new sequ
 untouched row keeps both, also when its file is rewritten (copy-on-write, compaction). An equality-
 delete upsert is blind: the new row version gets a new row id (as Flink's upserts).
 
-rowops writes neither column into the files it writes (docs/ARCHITECTURE.md, Known limits), so rows it
-rewrites inherit new ids from their new file: those cases are ``xfail(strict=True)`` and turn into
-failures (to be unmarked) once rowops carries lineage over.
+rowops writes both columns into the files it writes rows of the table into (``exec/lineage.py``):
+moved rows keep their lineage, updated rows their ids.
 """
 
 from __future__ import annotations
@@ -19,10 +18,7 @@ import pytest
 
 LINEAGE = ["k", "_row_id", "_last_updated_sequence_number"]
 START = [(k, 0) for k in range(4)]
-NOT_CARRIED = pytest.mark.xfail(
-    strict=True, reason="rowops writes no _row_id/_last_updated_sequence_number into rewritten files"
-)
-SLOW = pytest.mark.slow  # known differences (xfail) run in `make test-slow`
+SLOW = pytest.mark.slow
 
 
 def _create(lake: Any) -> Any:
@@ -53,8 +49,8 @@ def test_rows_of_the_first_snapshot(lake, java_lineage) -> None:  # type: ignore
 @pytest.mark.parametrize(
     "strategy",
     [
-        pytest.param("position-delete", marks=[NOT_CARRIED, SLOW]),
-        pytest.param("copy-on-write", marks=[NOT_CARRIED, SLOW]),
+        pytest.param("position-delete"),
+        pytest.param("copy-on-write"),
     ],
 )
 def test_update_keeps_row_ids(lake, java_lineage, strategy: str) -> None:  # type: ignore[no-untyped-def]
@@ -84,8 +80,6 @@ def test_blind_upsert_gives_a_new_row_id(lake, java_lineage) -> None:  # type: i
     assert seen == {0: (0, 1), 1: (4, 2), 2: (2, 1), 3: (3, 1)}, seen
 
 
-@NOT_CARRIED
-@SLOW
 def test_compaction_keeps_row_ids(lake, java_lineage) -> None:  # type: ignore[no-untyped-def]
     """A DELETE of k = 2 (deletion vector), then a compaction: the rewritten rows keep (id, 1)."""
     table = _create(lake)
