@@ -51,16 +51,15 @@ def test_rows_of_the_first_snapshot(lake, java_lineage) -> None:  # type: ignore
 
 
 @pytest.mark.parametrize(
-    "strategy",
-    [
-        pytest.param("position-delete"),
-        pytest.param("copy-on-write"),
-    ],
+    ("strategy", "arrow"),
+    [("position-delete", "true"), ("copy-on-write", "true"), ("copy-on-write", "false")],
 )
-def test_update_keeps_row_ids(lake, java_lineage, strategy: str) -> None:  # type: ignore[no-untyped-def]
+def test_update_keeps_row_ids(lake, java_lineage, strategy: str, arrow: str) -> None:  # type: ignore[no-untyped-def]
     """UPDATE k = 1 at sequence number 2: k = 1 keeps row id 1 and takes sequence number 2; the other
-    rows keep (id, 1)."""
+    rows keep (id, 1). A copy-on-write rewrites the file in Arrow, or by Spark when that is off."""
     table = _create(lake)
+    if arrow == "false":
+        table.set_properties(**{"rowops.rewrite.arrow.enabled": arrow})
     table.update({"v": "99"}, where="k = 1", strategy=strategy)
     seen = _lineage(table, java_lineage)
     assert seen == {0: (0, 1), 1: (1, 2), 2: (2, 1), 3: (3, 1)}, seen
