@@ -65,8 +65,9 @@ def test_update_keeps_row_ids(lake, java_lineage, strategy: str, arrow: str) -> 
     assert seen == {0: (0, 1), 1: (1, 2), 2: (2, 1), 3: (3, 1)}, seen
 
 
+@SLOW  # test_update_keeps_row_ids[position-delete-true] checks these rows too
 def test_untouched_rows_of_a_position_delete_update(lake, java_lineage) -> None:  # type: ignore[no-untyped-def]
-    """The file stays: its untouched rows keep their ids and sequence numbers (passes today)."""
+    """The file stays: its untouched rows keep their ids and sequence numbers."""
     table = _create(lake)
     table.update({"v": "99"}, where="k = 1", strategy="position-delete")
     seen = _lineage(table, java_lineage)
