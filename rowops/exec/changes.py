@@ -278,5 +278,5 @@ def delete_changes(target: DataFrame, spec: DeleteSpec, columns: list[str]) -> R
     cond = F.expr(spec.where) if spec.where else F.lit(True)
     staged = target.filter(cond).select(FILE_COL, POS_COL, F.lit(0).alias(ACTION))
     staged = staged.persist(StorageLevel.MEMORY_AND_DISK)
-    empty = select_columns(target, columns).limit(0)
+    empty = select_columns(target, [*columns, *kept_lineage(target)]).limit(0)  # as survivors (v3)
     return RowChanges(staged, staged.select(FILE_COL, POS_COL), empty, {0: "delete"})

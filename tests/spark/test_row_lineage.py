@@ -139,3 +139,12 @@ def test_v2_files_hold_no_lineage_columns(lake) -> None:  # type: ignore[no-unty
     assert table.compact().committed
     for f in _cold(lake).files().data:
         assert pq.read_schema(f.path).names == ["k", "v"], f.path
+
+
+def test_copy_on_write_delete_keeps_row_ids(lake, java_lineage) -> None:  # type: ignore[no-untyped-def]
+    """A copy-on-write DELETE of k = 2: the rewritten file's rows keep (id, 1) (the small file's
+    survivors travel with the operation's new rows, none here)."""
+    table = _create(lake)
+    table.delete("k = 2", strategy="copy-on-write")
+    seen = _lineage(_cold(lake), java_lineage)
+    assert seen == {0: (0, 1), 1: (1, 1), 3: (3, 1)}, seen
