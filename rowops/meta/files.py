@@ -26,10 +26,11 @@ from pyiceberg.types import LongType, NestedField, PrimitiveType, StringType
 from rowops.errors import SnapshotExpiredError
 from rowops.meta.evolution import absent_ids, defaulted_ids, promoted_ids, stored_types
 from rowops.meta.fileio import read_footer
+from rowops.meta.lineage import with_lineage
 from rowops.meta.manifests import PartitionFilter, read_live
 from rowops.meta.metrics import statistics_plan
 from rowops.meta.paths import normalize_path, to_uri
-from rowops.meta.v3 import is_deletion_vector, read_manifest_list, referenced_data_file
+from rowops.meta.v3 import V3, is_deletion_vector, read_manifest_list, referenced_data_file
 
 FILE_PATH_ID, POS_ID = 2147483546, 2147483545
 POSITION_DELETE_SCHEMA = Schema(
@@ -316,8 +317,9 @@ def data_files_from_parquet(
             metadata.schema().select(*_names(metadata.schema(), equality_ids)),
             dict(metadata.properties),
         )
-    else:
+    else:  # v3 data files may hold the row lineage columns (``meta/lineage.py``)
         schema, props = metadata.schema(), dict(metadata.properties)
+        schema = with_lineage(schema) if metadata.format_version >= V3 else schema
     # data files are written sorted by the table's sort order (rowops' writers sort every data file)
     sorted_by = (
         metadata.default_sort_order_id

@@ -23,6 +23,7 @@ from rowops.exec.spark.job_errors import spark_errors
 from rowops.exec.spark.stats import broadcast_cap, is_small, measured_bytes
 from rowops.meta.delete_index import delete_index, partition_key
 from rowops.meta.files import LiveFile, TableFiles, live_files
+from rowops.meta.v3 import V3
 from rowops.plan.colocation import DISABLED as COLOCATION_DISABLED
 from rowops.plan.colocation import JoinLayout, plan_join
 from rowops.plan.cost import Estimate
@@ -150,6 +151,8 @@ def _may_rewrite_by_key(spec: OperationSpec, strategy: str, loaded: LoadedTable)
     rewritten by key (``exec/rewriting/keyed_rewrite.py``): ``auto``, or a copy-on-write of a blind upsert,
     unless the table property ``rowops.rewrite.by-key.enabled`` is ``false``."""
     if _property(loaded, BY_KEY_PROPERTY, "true").lower() != "true":
+        return False
+    if loaded.metadata.format_version >= V3:  # no join: the updated rows would get new row ids
         return False
     upsert = isinstance(spec, MergeSpec) and spec.key_upsert_or_delete == "upsert"
     return strategy == "auto" or (strategy == COPY_ON_WRITE and upsert)

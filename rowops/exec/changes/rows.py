@@ -23,8 +23,10 @@ from pyspark.sql import functions as F
 from rowops.exec.changes import merge_sql
 from rowops.exec.checks.nested import nested_assignments, with_fields
 from rowops.exec.reading.file_reads import FILE_COL, POS_COL
+from rowops.exec.reading.lineage import has_lineage, kept_lineage, updated_lineage
 from rowops.exec.spark.compat import select_columns, select_exprs
 from rowops.exec.spark.literal_frames import sql_identifier
+from rowops.meta.lineage import ROW_ID
 from rowops.request.operations import DeleteSpec, MergeSpec, UpdateSpec
 
 ACTION, MATCHED = "_action", "_matched"
@@ -94,6 +96,8 @@ def _staged(joined: DataFrame, spec: MergeSpec, columns: list[str], keep: tuple[
     ``keep``: SQL expressions of more columns to keep (source keys or row ids).
     """
     head = [f"t.{FILE_COL} AS {FILE_COL}", f"t.{POS_COL} AS {POS_COL}", ACTION, _T_ROW, _S_ROW, *keep]
+    if has_lineage(joined):  # a v3 target: each target row's id (NULL for source rows alone)
+        head.append(f"t.{ROW_ID} AS {ROW_ID}")
     staged = joined.withColumn(ACTION, F.expr(merge_sql.action(spec)))
     values = merge_sql.new_values(spec, ACTION, columns)
     if values is not None:
@@ -214,11 +218,17 @@ def _changes_of(
     producing = [i for i, c in enumerate(spec.clauses) if c.action != "delete"]
     replaced = [i for i, c in enumerate(spec.clauses) if c.match != "not_matched"]
     removed = staged.filter(F.col(ACTION).isin(replaced)).select(FILE_COL, POS_COL)
-    new_rows_at = select_columns(staged.filter(F.col(ACTION).isin(producing)), [FILE_COL, POS_COL, *columns])
-    new_rows = select_columns(new_rows_at, columns)
+    producing_rows = staged.filter(F.col(ACTION).isin(producing))
+    lineage = updated_lineage(staged)  # updated rows keep their ids, inserted rows get new ones
+    new_rows_at = select_exprs(producing_rows, [*_names([FILE_COL, POS_COL, *columns]), *lineage])
+    new_rows = select_columns(new_rows_at, [*columns, *kept_lineage(new_rows_at)])
     return RowChanges(
         staged, removed, new_rows, kinds, tuple(replaced), True, cached, new_rows_at=new_rows_at
     )
+
+
+def _names(names: list[str]) -> list[str]:
+    return [sql_identifier(n) for n in names]
 
 
 def _met() -> Column:
@@ -249,13 +259,15 @@ def update_changes(target: DataFrame, spec: UpdateSpec, columns: list[str]) -> R
         ).alias(c)
         for c in columns
     ]
+    lineage = [F.expr(e) for e in updated_lineage(target)]  # the updated rows keep their ids
     staged = (
         target.filter(cond)
-        .select(FILE_COL, POS_COL, F.lit(0).alias(ACTION), *values)
+        .select(FILE_COL, POS_COL, F.lit(0).alias(ACTION), *values, *lineage)
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
-    new_rows = select_columns(staged, columns)
-    new_rows_at = select_columns(staged, [FILE_COL, POS_COL, *columns])
+    kept = kept_lineage(target)
+    new_rows = select_columns(staged, [*columns, *kept])
+    new_rows_at = select_columns(staged, [FILE_COL, POS_COL, *columns, *kept])
     return RowChanges(
         staged, staged.select(FILE_COL, POS_COL), new_rows, {0: "update"}, new_rows_at=new_rows_at
     )
@@ -266,5 +278,5 @@ def delete_changes(target: DataFrame, spec: DeleteSpec, columns: list[str]) -> R
     cond = F.expr(spec.where) if spec.where else F.lit(True)
     staged = target.filter(cond).select(FILE_COL, POS_COL, F.lit(0).alias(ACTION))
     staged = staged.persist(StorageLevel.MEMORY_AND_DISK)
-    empty = select_columns(target, columns).limit(0)
+    empty = select_columns(target, [*columns, *kept_lineage(target)]).limit(0)  # as survivors (v3)
     return RowChanges(staged, staged.select(FILE_COL, POS_COL), empty, {0: "delete"})

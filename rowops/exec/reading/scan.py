@@ -31,6 +31,7 @@ from rowops.exec.reading.file_reads import (
     read_data_files,
     read_parquet,
 )
+from rowops.exec.reading.lineage import carries_lineage, resolve_lineage
 from rowops.exec.spark.compat import select_columns
 from rowops.exec.spark.listing import spark_name
 from rowops.exec.spark.literal_frames import literal_frame
@@ -38,6 +39,7 @@ from rowops.exec.spark.types import to_spark_schema
 from rowops.exec.writing.deletion_vectors import deletion_vector_positions
 from rowops.meta.delete_index import DeleteIndex, delete_index
 from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, TableFiles
+from rowops.meta.lineage import with_lineage
 from rowops.meta.paths import spark_uri
 from rowops.meta.v3 import is_deletion_vector
 
@@ -109,9 +111,12 @@ def scan(
         schema: the table schema to read with.
         files: the live files of the snapshot.
         data_files: restrict the scan to these data files (default: all).
-        row_ids: keep the ``_file`` and ``_pos`` columns.
+        row_ids: keep the ``_file`` and ``_pos`` columns; on a format v3 table also each row's
+            ``_row_id`` and ``_last_updated_sequence_number`` (``exec/lineage.py``).
     """
     targets = list(files.data if data_files is None else data_files)
+    lineage = row_ids and carries_lineage(targets)
+    schema = with_lineage(schema) if lineage else schema
     index = delete_index(files)
     dirty = [f for f in targets if index.deletes_on(f)]
     touched = {f.path for f in dirty}
@@ -127,7 +132,8 @@ def scan(
         parts.append(select_columns(plain, columns))
     if dirty:
         parts.append(select_columns(_deleted(spark, schema, index, dirty, row_ids), columns))
-    return functools.reduce(DataFrame.unionByName, parts)
+    rows = functools.reduce(DataFrame.unionByName, parts)
+    return resolve_lineage(spark, rows, targets) if lineage else rows
 
 
 def _deleted(

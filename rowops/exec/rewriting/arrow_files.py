@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import schema_to_pyarrow
@@ -21,12 +22,14 @@ from pyiceberg.schema import Schema
 
 from rowops.exec.reading.sorted_ints import has_repeats
 from rowops.meta.fileio import filesystem
+from rowops.meta.lineage import LAST_UPDATED_FIELD_ID, ROW_ID_FIELD_ID
 
 FIELD_ID = b"PARQUET:field_id"
 DICTIONARY_PAGE_BYTES = 64 * 1024
 ROW_GROUP_ROWS = 1 << 20  # rows buffered per written row group
 _BATCH_ROWS = 1 << 17
 Erase = Callable[[pa.RecordBatch], "np.ndarray | None"]  # rows of a conformed batch its deletes remove
+Lineage = tuple["int | None", int]  # a v3 data file's first_row_id (None: none) and data sequence number
 
 
 def writer_options(properties: Mapping[str, str]) -> dict[str, object]:
@@ -187,11 +190,16 @@ def copy_file(
     defaults: Mapping[int, Any] | None = None,
     erase: Erase | None = None,
     replacing: Erase | None = None,
+    lineage: Lineage | None = None,
 ) -> tuple[int, int]:
     """Add the rows of ``path`` but ``dropped``, those ``erase`` marks (rows equality deletes remove)
     and those ``replacing`` marks (rows whose key a rewrite by key replaces), with the ``new`` rows in
     place, to ``sink`` (:func:`rewrite_file`); returns the number of rows added and the number of
-    rows ``replacing`` removed of those the others keep."""
+    rows ``replacing`` removed of those the others keep.
+
+    ``lineage``: the file's (format v3), whose rows keep their ``_row_id`` and
+    ``_last_updated_sequence_number`` (fields of ``target``): materialized, else inherited
+    (:func:`with_lineage`)."""
     in_fs, in_path = filesystem(io, path)
     offset = added = replaced = 0
     with in_fs.open_input_file(in_path) as handle:
@@ -203,6 +211,8 @@ def copy_file(
                 keep = np.ones(rows, dtype=bool)
                 keep[dropped[lo:hi] - offset] = False
             batch = conform(batch, target, defaults)  # keys the file lacks: their default, as reads see them
+            if lineage is not None:
+                batch = with_lineage(batch, lineage, offset)
             erased = erase(batch) if erase is not None else None
             if erased is not None and erased.any():
                 keep = ~erased if keep is None else keep & ~erased
@@ -222,3 +232,27 @@ def copy_file(
     if new is not None and new.placed != len(new.positions):
         raise ValueError(f"{len(new.positions) - new.placed} new rows have positions beyond {path}")
     return added, replaced
+
+
+def with_lineage(batch: pa.RecordBatch, lineage: Lineage, offset: int) -> pa.RecordBatch:
+    """``batch`` (conformed, rows ``offset`` on of a file of ``lineage``) with every row's lineage as
+    Iceberg reads it: a NULL ``_row_id`` inherits first_row_id + position, a NULL
+    ``_last_updated_sequence_number`` the file's data sequence number.
+
+    >>> fid = lambda i: {b"PARQUET:field_id": str(i).encode()}
+    >>> s = pa.schema([pa.field("_row_id", pa.int64(), metadata=fid(2147483540)),
+    ...                pa.field("_last_updated_sequence_number", pa.int64(), metadata=fid(2147483539))])
+    >>> b = pa.RecordBatch.from_arrays([pa.array([None, 7]), pa.array([None, 2])], schema=s)
+    >>> with_lineage(b, (10, 5), offset=3).to_pydict()
+    {'_row_id': [13, 7], '_last_updated_sequence_number': [5, 2]}
+    """
+    first, seq = lineage
+    by_id = field_indexes(batch.schema)
+    columns = batch.columns
+    if first is not None:  # files of an upgraded v2 table have none: their rows have no id
+        at = by_id[ROW_ID_FIELD_ID]
+        inherited = pa.array(np.arange(first + offset, first + offset + batch.num_rows, dtype=np.int64))
+        columns[at] = pc.coalesce(columns[at], inherited)
+    at = by_id[LAST_UPDATED_FIELD_ID]
+    columns[at] = pc.coalesce(columns[at], pa.scalar(seq, pa.int64()))
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)

@@ -55,10 +55,12 @@ from rowops.errors import WriteVerificationError
 from rowops.exec.checks.store_assignment import stored_sql
 from rowops.exec.reading.equality_deletes import needs_partition_scope
 from rowops.exec.reading.file_reads import FILE_COL, POS_COL, file_uris
+from rowops.exec.reading.lineage import carries_lineage, has_lineage
 from rowops.exec.reading.sorted_ints import sorted_distinct
 from rowops.exec.rewriting.arrow_deletes import DeletedKeys, KeyDeletes, Keys
 from rowops.exec.rewriting.arrow_files import (
     Erase,
+    Lineage,
     NewRows,
     ParquetSink,
     copy_file,
@@ -74,7 +76,9 @@ from rowops.meta.defaults import initial_defaults
 from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.fileio import make_io
 from rowops.meta.files import LiveFile, WrittenFile
+from rowops.meta.lineage import ROW_ID, with_lineage
 from rowops.meta.paths import join
+from rowops.meta.v3 import V3, first_row_id
 
 ENABLED_PROPERTY = "rowops.rewrite.arrow.enabled"
 _OUT_SCHEMA = "idx int, written string, rows long, replaced long"
@@ -164,7 +168,9 @@ def rewrite_positions(
         [(FILE_COL, "string"), (_IDX, "int"), (_PATH, "string"), (_GRP, "int"), (_TASK, "int")],
     )
     # SQL text in one piece (``compat.select_exprs``): the tables rewritten here have primitive columns
-    types = [to_spark_type(f.field_type).simpleString() for f in metadata.schema().fields]
+    lineage = _lineage(metadata, targets)  # v3: rows keep their lineage (``exec/lineage.py``)
+    schema = with_lineage(metadata.schema()) if lineage else metadata.schema()
+    types = [to_spark_type(f.field_type).simpleString() for f in schema.fields]
     nulls = [f"CAST(NULL AS {t}) AS _c{i}" for i, t in enumerate(types)]
     no_path, tail = f"CAST(NULL AS string) AS {_PATH}", [_GRP, _TASK]
     ids = F.broadcast(select_columns(names, [FILE_COL, _IDX, _GRP, _TASK]))
@@ -178,18 +184,28 @@ def rewrite_positions(
         new = replaced.join(ids, FILE_COL)
         stored = stored_sql(new, metadata.schema())
         assert stored is not None, "arrow_eligible keeps tables of primitive columns only"
+        if lineage:  # the new version keeps the old row's id, NULL sequence number: the new one
+            kept = has_lineage(new)
+            stored += [ROW_ID if kept else "CAST(NULL AS bigint)", "CAST(NULL AS bigint)"]
         values = [f"{e} AS _c{i}" for i, e in enumerate(stored)]
         rows = rows.unionByName(
             select_exprs(new, [_IDX, POS_COL, f"{_REPLACE} AS {_OP}", no_path, *values, *tail])
         )
     deletes = [list((keyed or {}).get(f.path, ())) for f in targets]
-    task = _rewrite_task(dict(io.properties), metadata, directory, group, deletes, replacing)
+    task = _rewrite_task(dict(io.properties), metadata, directory, group, deletes, replacing, lineage)
     # a group's rows together, each file's in a run, by position
     grouped = rows.repartition(tasks, _TASK).sortWithinPartitions(_GRP, _IDX, POS_COL).drop(_GRP, _TASK)
     out = grouped.mapInArrow(task, _OUT_SCHEMA)
     results = {int(r["idx"]): (r["written"], int(r["rows"]), int(r["replaced"])) for r in out.collect()}
     by_target = {targets[i].path: n for i, (_, _, n) in results.items()}
     return Rewritten(_verified(targets, results, io), by_target)
+
+
+def _lineage(metadata: TableMetadata, targets: Sequence[LiveFile]) -> list[Lineage] | None:
+    """Each target's (first_row_id, data sequence number) on a format v3 table, else None."""
+    if metadata.format_version < V3 or not carries_lineage(targets):
+        return None
+    return [(first_row_id(f.data_file), f.seq) for f in targets]
 
 
 def _groups(targets: Sequence[LiveFile], into: Mapping[str, str]) -> list[int]:
@@ -273,12 +289,14 @@ def _rewrite_task(
     group: Sequence[int],
     deletes: Sequence[Sequence[KeyDeletes]],
     replacing: Keys | None = None,
+    lineage: Sequence[Lineage] | None = None,
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function: the change rows of each file (sorted by group, file, position)
     become one output row per file (idx, written file, rows written, rows of ``replacing``'s keys
     removed); the files of a group (``group``: by file index) are written into one new file, without
-    the rows of ``deletes`` (by file index) and of ``replacing``."""
-    schema = metadata.schema()
+    the rows of ``deletes`` (by file index) and of ``replacing``; with their rows' ``lineage`` (by
+    file index, format v3)."""
+    schema = with_lineage(metadata.schema()) if lineage else metadata.schema()
     options = writer_options(metadata.properties)
     defaults = initial_defaults(schema)
 
@@ -296,7 +314,8 @@ def _rewrite_task(
             if sink is None:
                 sink = ParquetSink(io, join(directory, f"part-arrow-{uuid.uuid4()}.parquet"), target, options)
             erase = partial(keys.mask, deletes=deletes[idx]) if deletes[idx] else None
-            members.append((idx, *_rewrite_changed(io, changes, target, sink, defaults, erase, replace)))
+            of = lineage[idx] if lineage else None
+            members.append((idx, *_rewrite_changed(io, changes, target, sink, defaults, erase, replace, of)))
         if sink is not None:
             yield _group_written(sink, members)
 
@@ -348,6 +367,7 @@ def _rewrite_changed(
     defaults: Mapping[int, Any],
     erase: Erase | None = None,
     replacing: Erase | None = None,
+    lineage: Lineage | None = None,
 ) -> tuple[int, int]:
     """Rewrite one file from its change rows (idx, pos, op, path, values...) into ``sink``; returns
     the rows written and the rows ``replacing`` removed (``arrow_files.copy_file``)."""
@@ -362,4 +382,4 @@ def _rewrite_changed(
         values = [changes.column(4 + i).filter(mask).cast(f.type) for i, f in enumerate(target)]
         new = NewRows(pos[is_new], pa.Table.from_arrays(values, schema=target))
     dropped = sorted_distinct(pos[op != _FILE])  # a replaced row is dropped, its new version put in its place
-    return copy_file(io, path, dropped, target, sink, new, defaults, erase, replacing)
+    return copy_file(io, path, dropped, target, sink, new, defaults, erase, replacing, lineage)

@@ -13,10 +13,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rowops.exec.reading.file_reads import FILE_COL, POS_COL, file_uris, read_data_files
+from rowops.exec.reading.lineage import carries_lineage
 from rowops.exec.reading.scan import position_deletes, scan
 from rowops.exec.reading.source import evaluate_once, release
 from rowops.exec.writing.write import Staging, distribution_mode, write_data, write_position_deletes
 from rowops.meta.files import LiveFile, TableFiles, WrittenFile
+from rowops.meta.v3 import V3
 
 
 def rewrite_data(
@@ -39,9 +41,20 @@ def rewrite_data(
     rows = sum(f.record_count for f in targets) or 1
     size = sum(f.size for f in targets)
     max_rows = max(int(target_size / max(size / rows, 1.0)), 1)
-    live = scan(spark, metadata.schema(), files, data_files=targets)
+    live = _live_rows(spark, metadata, files, targets)
     count = None if metadata.spec().fields else max(1, math.ceil(size / target_size))
     return write_data(live, writing, stage.next_dir("compact"), cluster=True, files=count, max_rows=max_rows)
+
+
+def _live_rows(
+    spark: SparkSession, metadata: TableMetadata, files: TableFiles, targets: Sequence[LiveFile]
+) -> DataFrame:
+    """The live rows of ``targets``; on a format v3 table with their row lineage, which the rewritten
+    rows keep (``exec/lineage.py``), as Iceberg's own compaction does."""
+    if metadata.format_version < V3 or not carries_lineage(targets):
+        return scan(spark, metadata.schema(), files, data_files=targets)
+    rows = scan(spark, metadata.schema(), files, data_files=targets, row_ids=True)
+    return rows.drop(FILE_COL, POS_COL)
 
 
 def merged_positions(

@@ -22,6 +22,7 @@ from rowops.errors import UnmatchedFileError
 from rowops.exec.changes.rows import RowChanges
 from rowops.exec.reading.equality_deletes import equality_deleted_positions
 from rowops.exec.reading.file_reads import FILE_COL, POS_COL, file_uris
+from rowops.exec.reading.lineage import kept_lineage
 from rowops.exec.reading.scan import position_deletes, scan
 from rowops.exec.rewriting.arrow_deletes import Keys, tasks_key_deletes
 from rowops.exec.rewriting.arrow_rewrite import (
@@ -38,6 +39,7 @@ from rowops.exec.writing.arrow_writes import arrow_writable, write_in_arrow
 from rowops.exec.writing.write import (
     DEFAULT_TARGET_FILE_SIZE,
     Staging,
+    data_schema,
     one_task,
     write_data,
     write_position_deletes,
@@ -160,7 +162,8 @@ def _survivors(ctx: WriteContext, removed: DataFrame, targets: Sequence[LiveFile
     """The rows of ``targets`` that stay (deletes applied, removed positions dropped)."""
     columns = [c.name for c in ctx.metadata.schema().fields]
     rows = scan(ctx.spark, ctx.metadata.schema(), ctx.files, data_files=targets, row_ids=True)
-    return select_columns(rows.join(removed, [FILE_COL, POS_COL], "left_anti"), columns)
+    kept = [*columns, *kept_lineage(rows)]  # v3: the rows keep their ids and sequence numbers
+    return select_columns(rows.join(removed, [FILE_COL, POS_COL], "left_anti"), kept)
 
 
 def _replaced(ctx: WriteContext, paths: set[str]) -> Written:
@@ -334,8 +337,8 @@ def write_new_rows(ctx: WriteContext, new_rows: DataFrame, count: int | None, ex
         return Written()
     max_rows = max_rows_per_file(ctx)
     rows, directory, spec = count if exact else None, ctx.stage.next_dir("data"), ctx.metadata.spec()
-    schema, single = ctx.metadata.schema(), one_task(count)
-    if arrow_writable(schema, ctx.metadata, spec, count):  # ``exec/writing/arrow_writes.py``
+    schema, single = data_schema(new_rows, ctx.metadata), one_task(count)
+    if arrow_writable(schema, ctx.metadata, spec, count):  # ``exec/arrow_writes.py``
         return Written(
             data=write_in_arrow(new_rows, schema, ctx.metadata, directory, spec, rows, single, max_rows)
         )
@@ -467,7 +470,7 @@ def _new_rows_elsewhere(
         return changes.new_rows, new_count
     uris = file_uris(ctx.spark, [f for f in ctx.files.data if f.path in absorbed])
     names = literal_frame(ctx.spark, [(u,) for u in uris.values()], [(FILE_COL, "string")])
-    columns = [f.name for f in ctx.metadata.schema().fields]
+    columns = [f.name for f in ctx.metadata.schema().fields] + kept_lineage(changes.new_rows_at)
     rest = select_columns(changes.new_rows_at.join(F.broadcast(names), FILE_COL, "left_anti"), columns)
     if new_count is not None and "delete" not in changes.kinds.values():
         new_count -= sum(counts.get(p, 0) for p in absorbed)

@@ -32,6 +32,7 @@ from rowops import faults
 from rowops.errors import WriteVerificationError, is_cleanable
 from rowops.exec.checks.store_assignment import typed_rows
 from rowops.exec.reading.file_reads import FILE_COL, POS_COL, file_uris
+from rowops.exec.reading.lineage import has_lineage
 from rowops.exec.spark.listing import DRIVER_LISTING
 from rowops.exec.spark.session import session_conf
 from rowops.exec.spark.stats import UNKNOWN_SIZE, plan_bytes
@@ -41,6 +42,7 @@ from rowops.exec.writing.deletion_vectors import write_deletion_vectors, writes_
 from rowops.exec.writing.nested_ids import add_element_ids, needs_element_ids
 from rowops.meta.fileio import read_footer, remove_tree
 from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, WrittenFile
+from rowops.meta.lineage import with_lineage
 from rowops.meta.paths import from_hadoop_uri, join, normalize_path, parent, relative, spark_uri
 
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
@@ -316,14 +318,22 @@ def write_data(
     rows: int | None = None,
     single_task: bool = False,
 ) -> list[WrittenFile]:
-    """Write table rows (columns matched by name) as data files, sorted by the table's sort order.
+    """Write table rows (columns matched by name) as data files, sorted by the table's sort order;
+    on a format v3 table with the rows' lineage when ``df`` has it (:func:`data_schema`).
 
     ``rows``, ``single_task``: see :func:`write_rows`.
     """
     sort = sort_columns(metadata)
-    return write_rows(
-        df, metadata.schema(), metadata, directory, cluster, files, max_rows, sort, rows, single_task
-    )
+    schema = data_schema(df, metadata)
+    return write_rows(df, schema, metadata, directory, cluster, files, max_rows, sort, rows, single_task)
+
+
+def data_schema(df: DataFrame, metadata: TableMetadata) -> Schema:
+    """The columns data files of ``df``'s rows store: the table's, and on a format v3 table the row
+    lineage columns when ``df`` carries them (rows moved or updated, ``exec/lineage.py``)."""
+    if metadata.format_version >= 3 and has_lineage(df):
+        return with_lineage(metadata.schema())
+    return metadata.schema()
 
 
 def distribution_mode(metadata: TableMetadata) -> str:
