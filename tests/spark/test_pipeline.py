@@ -13,6 +13,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import rowops
+from rowops.catalog.leases import LEASE_PREFIX
 from rowops.errors import (
     BatchAlreadyCommittedError,
     InvalidExpressionError,
@@ -186,7 +187,9 @@ def test_the_same_batch_committed_concurrently_wins_once(lake: rowops.Lakehouse)
     assert caught.value.version == lake.version
     after = fingerprint(lake)
     assert set(after) < set(before), "the losing run left files behind"
-    assert all(key.startswith("db/t/") for key in set(before) - set(after))  # its staged files, removed
+    gone = set(before) - set(after)  # its staged files, removed, and its lease (catalog/leases.py), released
+    assert all(key.startswith(("db/t/", LEASE_PREFIX)) for key in gone)
+    assert not [key for key in after if key.startswith(LEASE_PREFIX)]
     assert sorted(_rows(table))[-1] == 101
 
 
