@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus
 from pyiceberg.typedef import Record
 
-from rowops.exec.writing.strategies import file_changes
+from rowops.exec.writing.context import file_changes
 from rowops.meta import delete_index as di
 from rowops.meta.delete_index import DeleteIndex, dangling_equality_deletes
 from rowops.meta.files import FILE_PATH_ID, LiveFile, TableFiles

@@ -35,7 +35,7 @@ from rowops.exec.spark.job_errors import spark_errors
 from rowops.exec.spark.session import operation_conf
 from rowops.exec.spark.stats import physical_plan
 from rowops.exec.writing import equality_writes, strategies
-from rowops.exec.writing.strategies import WriteContext, Written
+from rowops.exec.writing.context import WriteContext, Written, removed_by_path
 from rowops.exec.writing.write import Staging, staging
 from rowops.meta.delete_index import dangling_equality_deletes
 from rowops.meta.files import TableFiles, data_files_from_parquet
@@ -142,7 +142,7 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
             changes = replace(changes, removed=changes.removed.dropDuplicates())
             counts["delete"] = sum(summary.removed.values()) - counts["update"]
         new = counts["insert"] + counts["update"]
-        removed = strategies.removed_by_path(ctx, summary.removed)
+        removed = removed_by_path(ctx, summary.removed)
         if planned.decision.strategy == COPY_ON_WRITE:
             clear = planned.rewritten_if_indebted
             written = strategies.copy_on_write(ctx, changes, removed, new, planned.read_weight, clear)

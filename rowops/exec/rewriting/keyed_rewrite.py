@@ -39,9 +39,8 @@ from rowops.exec.reading.prescan import SourceKeys
 from rowops.exec.rewriting.arrow_deletes import KeyCodec, KeyCodes, KeyDeletes
 from rowops.exec.rewriting.arrow_rewrite import arrow_eligible
 from rowops.exec.spark.parallel import run_together
+from rowops.exec.writing.context import WriteContext, Written
 from rowops.exec.writing.strategies import (
-    WriteContext,
-    Written,
     attached,
     merge_candidates,
     rewrite_by_key,

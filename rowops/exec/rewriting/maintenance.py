@@ -16,7 +16,8 @@ from rowops.exec.reading.file_reads import FILE_COL, POS_COL, file_uris, read_da
 from rowops.exec.reading.lineage import carries_lineage
 from rowops.exec.reading.scan import position_deletes, scan
 from rowops.exec.reading.source import evaluate_once, release
-from rowops.exec.writing.write import Staging, distribution_mode, write_data, write_position_deletes
+from rowops.exec.writing.position_deletes import write_position_deletes
+from rowops.exec.writing.write import Staging, distribution_mode, write_data
 from rowops.meta.files import LiveFile, TableFiles, WrittenFile
 from rowops.meta.v3 import V3
 

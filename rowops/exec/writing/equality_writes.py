@@ -19,7 +19,8 @@ from pyspark.sql import functions as F
 
 from rowops.exec.spark.parallel import run_together
 from rowops.exec.writing.arrow_writes import arrow_writable, write_in_arrow, write_rows_and_keys
-from rowops.exec.writing.strategies import WriteContext, Written, max_rows_per_file, write_new_rows
+from rowops.exec.writing.context import WriteContext, Written, max_rows_per_file
+from rowops.exec.writing.strategies import write_new_rows
 from rowops.exec.writing.write import one_task, write_equality_deletes
 from rowops.meta.files import WrittenFile
 

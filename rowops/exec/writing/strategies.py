@@ -11,14 +11,11 @@ import functools
 import math
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property, partial
+from functools import partial
 
-from pyiceberg.table.metadata import TableMetadata
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from rowops.errors import UnmatchedFileError
 from rowops.exec.changes.rows import RowChanges
 from rowops.exec.reading.equality_deletes import equality_deleted_positions
 from rowops.exec.reading.file_reads import FILE_COL, POS_COL, file_uris
@@ -36,111 +33,23 @@ from rowops.exec.spark.compat import select_columns
 from rowops.exec.spark.literal_frames import literal_frame
 from rowops.exec.spark.parallel import run_together
 from rowops.exec.writing.arrow_writes import arrow_writable, write_in_arrow
+from rowops.exec.writing.context import (
+    WriteContext,
+    Written,
+    deletes_only_for,
+    file_changes,
+    max_rows_per_file,
+    single_file_target,
+)
+from rowops.exec.writing.position_deletes import write_position_deletes
 from rowops.exec.writing.write import (
-    DEFAULT_TARGET_FILE_SIZE,
-    Staging,
     data_schema,
     one_task,
     write_data,
-    write_position_deletes,
 )
 from rowops.meta.delete_index import DeleteIndex, delete_index
-from rowops.meta.files import LiveFile, TableFiles, WrittenFile
-from rowops.plan.cost import FileChange, rewrite_is_cheaper, small_files_to_merge, worth_merging
-
-
-@dataclass
-class Written:
-    """Files written by one encoding and the live files they replace."""
-
-    data: list[WrittenFile] = field(default_factory=list)
-    position_deletes: list[WrittenFile] = field(default_factory=list)
-    equality_deletes: list[WrittenFile] = field(default_factory=list)
-    removed_data: set[str] = field(default_factory=set)
-    removed_deletes: set[str] = field(default_factory=set)
-    referenced_data: set[str] = field(default_factory=set)
-    rewritten: set[str] = field(default_factory=set)
-    changed_rows: dict[str, int] = field(default_factory=dict)
-    absorbed: set[str] = field(default_factory=set)  # rewritten with their updated rows in place
-
-    def merge(self, other: Written) -> Written:
-        return Written(
-            self.data + other.data,
-            self.position_deletes + other.position_deletes,
-            self.equality_deletes + other.equality_deletes,
-            self.removed_data | other.removed_data,
-            self.removed_deletes | other.removed_deletes,
-            self.referenced_data | other.referenced_data,
-            self.rewritten | other.rewritten,
-            {**self.changed_rows, **other.changed_rows},
-            self.absorbed | other.absorbed,
-        )
-
-
-@dataclass(frozen=True)
-class WriteContext:
-    """Everything an encoding needs besides the changes."""
-
-    spark: SparkSession
-    files: TableFiles
-    metadata: TableMetadata
-    stage: Staging
-
-    @property
-    def target_file_size(self) -> int:
-        return int(self.metadata.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE))
-
-    @cached_property
-    def paths_by_uri(self) -> dict[str, str]:
-        """Manifest path of each live data file by Spark's name for it (the ``_file`` column)."""
-        return {uri: path for path, uri in file_uris(self.spark, self.files.data).items()}
-
-    @property
-    def bytes_per_row(self) -> float:
-        rows = sum(f.record_count for f in self.files.data)
-        return sum(f.size for f in self.files.data) / rows if rows else 100.0
-
-
-def single_file_target(delete: LiveFile) -> str | None:
-    """The one data file a position delete file references (from its file_path bounds), if only one."""
-    return delete.referenced_file
-
-
-def _deletes_only_for(files: TableFiles, data_paths: set[str]) -> list[LiveFile]:
-    """Position delete files that reference nothing but one of ``data_paths`` (index lookups)."""
-    by_path = delete_index(files).pos_by_path
-    return [d for p in data_paths for d in by_path.get(p, ())]
-
-
-def removed_by_path(ctx: WriteContext, removed_by_uri: dict[str, int]) -> dict[str, int]:
-    """Removed rows per data file, keyed by manifest path instead of Spark's name of the file.
-
-    A row id that names no live file would make an encoding skip that file's rows: an error instead.
-    """
-    unknown = sorted(set(removed_by_uri) - set(ctx.paths_by_uri))
-    if unknown:
-        raise UnmatchedFileError(
-            f"Rows were read from files that are not live files of the table: {unknown[:3]}"
-        )
-    return {ctx.paths_by_uri[uri]: n for uri, n in removed_by_uri.items()}
-
-
-def file_changes(removed: dict[str, int], files: TableFiles) -> list[FileChange]:
-    """Run-time facts about each touched file, for the hybrid decision."""
-    previous = {single_file_target(d): d.record_count for d in _deletes_only_for(files, set(removed))}
-    index = delete_index(files)
-    return [
-        FileChange(
-            f.path,
-            f.record_count,
-            f.size,
-            removed[f.path],
-            previous.get(f.path, 0),
-            index.equality_deletes_on(f) > 0,
-        )
-        for f in files.data
-        if f.path in removed
-    ]
+from rowops.meta.files import LiveFile, TableFiles
+from rowops.plan.cost import rewrite_is_cheaper, small_files_to_merge, worth_merging
 
 
 def merge_candidates(files: TableFiles, touched: set[str], read_weight: float) -> set[str]:
@@ -170,7 +79,7 @@ def _replaced(ctx: WriteContext, paths: set[str]) -> Written:
     """The bookkeeping of replacing ``paths``: the files and their single-file delete files go."""
     return Written(
         removed_data=set(paths),
-        removed_deletes={d.path for d in _deletes_only_for(ctx.files, set(paths))},
+        removed_deletes={d.path for d in deletes_only_for(ctx.files, set(paths))},
         rewritten=set(paths),
     )
 
@@ -299,7 +208,7 @@ def delete_positions(ctx: WriteContext, removed: DataFrame, counts: dict[str, in
     file, which is removed: a data file never has more than one live position delete file written by
     rowops. A data file whose rows would all be deleted is removed from the table instead.
     """
-    previous = {single_file_target(d): d for d in _deletes_only_for(ctx.files, set(counts))}
+    previous = {single_file_target(d): d for d in deletes_only_for(ctx.files, set(counts))}
     emptied = {
         f.path
         for f in ctx.files.data
@@ -350,11 +259,6 @@ def write_new_rows(ctx: WriteContext, new_rows: DataFrame, count: int | None, ex
             new_rows, ctx.metadata, directory, files=files, max_rows=max_rows, rows=rows, single_task=single
         )
     )
-
-
-def max_rows_per_file(ctx: WriteContext) -> int:
-    """The rows of a new data file of the target size."""
-    return max(int(ctx.target_file_size / max(ctx.bytes_per_row, 1.0)), 1)
 
 
 def copy_on_write(

@@ -1,4 +1,5 @@
-"""Writing data files, position-delete files and equality-delete files with Spark's Parquet writer.
+"""Writing data files and equality-delete files with Spark's Parquet writer (position deletes:
+``position_deletes.py``).
 
 Every write goes to a fresh staging directory under the table's ``data/`` folder; the caller commits
 the listed files or removes the directory. Files carry Iceberg field ids; partitioned writes are
@@ -31,23 +32,18 @@ from pyspark.sql import types as T
 from rowops import faults
 from rowops.errors import WriteVerificationError, is_cleanable
 from rowops.exec.checks.store_assignment import typed_rows
-from rowops.exec.reading.file_reads import FILE_COL, POS_COL, file_uris
 from rowops.exec.reading.lineage import has_lineage
 from rowops.exec.spark.listing import DRIVER_LISTING
 from rowops.exec.spark.session import session_conf
 from rowops.exec.spark.stats import UNKNOWN_SIZE, plan_bytes
 from rowops.exec.spark.transforms import hidden_names, parse_partition_dirs, partition_value, source_column
-from rowops.exec.spark.types import FIELD_ID_KEY
-from rowops.exec.writing.deletion_vectors import write_deletion_vectors, writes_deletion_vectors
 from rowops.exec.writing.nested_ids import add_element_ids, needs_element_ids
 from rowops.meta.fileio import read_footer, remove_tree
-from rowops.meta.files import POSITION_DELETE_SCHEMA, LiveFile, WrittenFile
+from rowops.meta.files import WrittenFile
 from rowops.meta.lineage import with_lineage
 from rowops.meta.paths import from_hadoop_uri, join, normalize_path, parent, relative, spark_uri
 
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
-_FILE_INDEX = "data_file_index"
-_LITERAL_FILES = 32  # position deletes of up to this many data files find their file in literal maps
 # Coalescing never adds partitions, so a small write is coalesced to its estimated file count without
 # asking for the current count (no public API on Spark Connect); a huge estimate (an unknown size
 # multiplied by the optimizer) is no estimate.
@@ -207,7 +203,7 @@ def _target_size(metadata: TableMetadata) -> int:
     return int(metadata.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE))
 
 
-def _codec(metadata: TableMetadata) -> str:
+def codec(metadata: TableMetadata) -> str:
     return metadata.properties.get("write.parquet.compression-codec", "zstd")
 
 
@@ -259,7 +255,7 @@ def write_rows(
         writer_df = writer_df.sortWithinPartitions(*[F.col(h) for h in hidden], *order)
 
     def configure(writer: DataFrameWriter) -> DataFrameWriter:
-        writer = writer.option("compression", _codec(metadata))
+        writer = writer.option("compression", codec(metadata))
         if max_rows is not None:
             writer = writer.option("maxRecordsPerFile", max_rows)
         return writer.partitionBy(*hidden) if hidden else writer
@@ -374,72 +370,3 @@ def write_equality_deletes(
     keys = metadata.schema().select(*key_names)
     spec = metadata.specs()[spec_id] if spec_id is not None else metadata.spec()
     return write_rows(df, keys, metadata, directory, rows=rows, single_task=single_task, spec=spec)
-
-
-def write_position_deletes(
-    spark: SparkSession,
-    deletes: DataFrame,
-    data_files: Sequence[LiveFile],
-    metadata: TableMetadata,
-    directory: StagedDir,
-    rows: int | None = None,
-) -> list[tuple[WrittenFile, LiveFile]]:
-    """Write ``(_file, _pos)`` rows as position-delete files: one sorted file per data file.
-
-    ``file_path`` is written exactly as the data file's path is recorded in its manifest, and each
-    delete file takes the partition (and partition spec) of the one data file it references.
-
-    On a format-v3 table they are deletion vectors instead (``exec/writing/deletion_vectors.py``): one per
-    data file, in Puffin files written by the executors.
-
-    Args:
-        rows: the exact number of ``deletes`` rows that reference ``data_files``, when known: checked
-            against the files written, and up to :data:`SMALL_WRITE_ROWS` are written by one task.
-
-    Returns:
-        Each written delete file with the data file it references.
-    """
-    if writes_deletion_vectors(metadata.format_version):
-        return write_deletion_vectors(
-            spark, deletes, data_files, directory.key, directory.io, FILE_COL, POS_COL
-        )
-    path_field, pos_field = POSITION_DELETE_SCHEMA.fields
-    tagged = _tagged(spark, deletes, data_files)
-    selected = tagged.select(
-        F.coalesce("manifest_path", F.lit("")).alias(
-            path_field.name, metadata={FIELD_ID_KEY: path_field.field_id}
-        ),
-        F.coalesce(POS_COL, F.lit(-1)).alias(pos_field.name, metadata={FIELD_ID_KEY: pos_field.field_id}),
-        F.col(_FILE_INDEX),
-    )
-    placed = selected.coalesce(1) if one_task(rows) else selected.repartition(_FILE_INDEX)
-    distributed, count = counted(placed, rows)
-    sorted_rows = distributed.sortWithinPartitions(_FILE_INDEX, "pos")
-    configure = lambda w: w.option("compression", _codec(metadata)).partitionBy(_FILE_INDEX)  # noqa: E731
-    written = []
-    for path, rel, footer in save(sorted_rows, count, configure, directory):
-        data_file = data_files[int(rel.split("=", 1)[1])]
-        written.append(
-            (WrittenFile(path, data_file.partition, spec_id=data_file.spec_id, footer=footer), data_file)
-        )
-    return written
-
-
-def _tagged(spark: SparkSession, deletes: DataFrame, data_files: Sequence[LiveFile]) -> DataFrame:
-    """The ``deletes`` rows of ``data_files`` with their file's index and manifest path.
-
-    Up to :data:`_LITERAL_FILES` files are looked up in literal maps (no job); more in a broadcast
-    of one row per file (a job that ships it).
-    """
-    uris = file_uris(spark, data_files)
-    if len(data_files) > _LITERAL_FILES:
-        mapping = spark.createDataFrame(
-            [(uris[f.path], f.data_file.file_path, i) for i, f in enumerate(data_files)],
-            f"{FILE_COL} string, manifest_path string, {_FILE_INDEX} int",
-        )
-        return deletes.join(F.broadcast(mapping), FILE_COL, "inner")
-    pairs = [c for i, f in enumerate(data_files) for c in (F.lit(uris[f.path]), F.lit(i))]
-    index = F.create_map(*pairs)[F.col(FILE_COL)]
-    paths = F.array(*[F.lit(f.data_file.file_path) for f in data_files])
-    tagged = deletes.select(POS_COL, index.alias(_FILE_INDEX)).filter(F.col(_FILE_INDEX).isNotNull())
-    return tagged.select(POS_COL, _FILE_INDEX, paths[F.col(_FILE_INDEX)].alias("manifest_path"))
