@@ -33,7 +33,7 @@ from pyiceberg.table.snapshots import Snapshot
 
 from rowops.catalog.cleanup import CleanupResult, lake_references, remove_orphans
 from rowops.catalog.expired import check_offered, offered_snapshots
-from rowops.catalog.leases import leased_snapshots, live_leases, sweep
+from rowops.catalog.leases import LiveLeases, leased_snapshots, live_leases, sweep
 from rowops.catalog.log import TableEntry
 from rowops.catalog.tables import LoadedTable, TableCatalog
 from rowops.errors import ForeignFilesError, SnapshotExpiredError
@@ -107,7 +107,7 @@ def expire(
     name = str(base.identifier)
     choice = _Choice([], [], [], {})
 
-    leases = live_leases(catalog.log)
+    leases = LiveLeases(frozenset(), ())  # read on each attempt, in pick
 
     def pick(metadata: TableMetadata) -> tuple[list[str], list[int]]:
         nonlocal leases
