@@ -112,7 +112,7 @@ def test_the_command_line_help_of_a_missing_table_runs(lake: rowops.Lakehouse, c
 
 
 def test_help_texts_are_found() -> None:
-    """The scan above sees the Help texts of errors.py and of the raising modules."""
+    """The scan above sees the Help texts of the errors package and of the raising modules."""
     modules = {module for module, _ in help_texts()}
-    assert {"errors.py", "lakehouse.py", "table.py"} <= modules
+    assert {"base.py", "commit.py", "runtime.py", "lakehouse.py", "table.py"} <= modules
     assert all(isinstance(getattr(cls, "help", ""), str) for cls in RowOpsError.__subclasses__())
