@@ -46,7 +46,8 @@ from pyspark.sql import types as T
 
 import rowops
 from rowops.catalog.tables import LoadedTable
-from rowops.commit.row_delta import RowDelta, find_conflict
+from rowops.commit.rebase import find_conflict
+from rowops.commit.row_delta import RowDelta
 from rowops.errors import CommitConflictError
 from rowops.meta.files import TableFiles, live_files
 from rowops.table import Table

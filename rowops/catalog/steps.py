@@ -16,8 +16,10 @@ from pyiceberg.io import FileIO
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import RemoveSnapshotsUpdate, SetPropertiesUpdate, update_table_metadata
 
+from rowops.commit.rebase import find_conflict
 from rowops.commit.refs import RefChange, files_at_head, head
-from rowops.commit.row_delta import Conflict, RowDelta, apply, find_conflict, main_branch_update
+from rowops.commit.row_conflicts import Conflict
+from rowops.commit.row_delta import RowDelta, apply, main_branch_update
 from rowops.commit.write_set import find_write_conflict
 from rowops.errors import ConflictKind
 from rowops.meta.evolution import SchemaChange

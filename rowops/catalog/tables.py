@@ -38,7 +38,8 @@ from rowops.catalog.history import commit_counts, created_counts
 from rowops.catalog.log import LakeLog, LakeVersion, TableEntry, VersionTaken
 from rowops.catalog.storage import Storage, sync_files
 from rowops.commit import refs
-from rowops.commit.row_delta import RowDelta, apply, find_conflict, main_branch_update, snapshot_summary
+from rowops.commit.rebase import find_conflict
+from rowops.commit.row_delta import RowDelta, apply, main_branch_update, snapshot_summary
 from rowops.errors import (
     CommitConflictError,
     ConflictKind,

@@ -1,6 +1,6 @@
 """Row-level conflicts: whether the delete files committed concurrently touch rows this delta changed.
 
-``find_conflict`` (``commit/row_delta.py``) asks this module about every *new* delete file (live now,
+``find_conflict`` (``commit/rebase.py``) asks this module about every *new* delete file (live now,
 not live at the delta's base) that may apply to a data file the delta rewrote or deleted from. File
 level, any such pair is a conflict. Row level, the pair is compared as far as the encodings allow:
 

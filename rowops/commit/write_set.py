@@ -21,7 +21,8 @@ from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.types import PrimitiveType
 
-from rowops.commit.row_delta import Conflict, RowDelta
+from rowops.commit.row_conflicts import Conflict
+from rowops.commit.row_delta import RowDelta
 from rowops.errors import ConflictKind
 from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.files import LiveFile, TableFiles

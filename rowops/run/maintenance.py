@@ -1,7 +1,7 @@
 """Running table maintenance: plan (``rowops/maintenance``), write (``exec/rewriting/maintenance.py``), commit.
 
 Each rewrite is one ``replace`` snapshot through the table's usual commit path
-(``TableScope.commit_delta``) with Iceberg's RewriteFiles validations (``commit.row_delta.find_conflict``
+(``TableScope.commit_delta``) with Iceberg's RewriteFiles validations (``commit.rebase.find_conflict``
 on a non-blind, snapshot-isolated delta): data files it rewrites or gives new position deletes must
 still be live, and no concurrent delete may have reached them (the concurrent writer wins: a
 ``CommitConflictError``, retry-safe); concurrent appends and deletes elsewhere rebase. A rewrite never

@@ -25,7 +25,8 @@ from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
 from rowops.commit.read_set import ReadSet
-from rowops.commit.row_delta import RowDelta, find_conflict
+from rowops.commit.rebase import find_conflict
+from rowops.commit.row_delta import RowDelta
 from rowops.errors import ConflictKind, InvalidInputError
 from rowops.meta.files import FILE_PATH_ID, LiveFile, TableFiles
 

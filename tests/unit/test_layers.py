@@ -130,7 +130,7 @@ def _circles() -> list[list[str]]:
 
 def test_the_walk_sees_imports() -> None:
     assert "rowops.run.row_level" in GRAPH["rowops.table"]
-    assert "rowops.commit.row_conflicts" in GRAPH["rowops.commit.row_delta"]
+    assert "rowops.commit.row_conflicts" in GRAPH["rowops.commit.rebase"]
     assert "rowops.faults" in GRAPH["rowops.commit.row_delta"]  # `from rowops import faults`
 
 

@@ -11,7 +11,8 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.transforms import BucketTransform
 from pyiceberg.types import DecimalType, IntegerType, LongType, NestedField, StringType
 
-from rowops.commit.row_delta import RowDelta, find_conflict
+from rowops.commit.rebase import find_conflict
+from rowops.commit.row_delta import RowDelta
 from rowops.errors import CommitConflictError, ConflictKind, InvalidSchemaChangeError
 from rowops.meta import evolution
 from rowops.meta.files import TableFiles

@@ -12,7 +12,8 @@ from pyiceberg.transforms import BucketTransform, DayTransform, HourTransform, I
 from pyiceberg.types import DateType, DoubleType, LongType, NestedField, StringType, TimestamptzType
 
 from rowops.catalog.steps import SchemaStep, StepConflict
-from rowops.commit.row_delta import RowDelta, find_conflict
+from rowops.commit.rebase import find_conflict
+from rowops.commit.row_delta import RowDelta
 from rowops.errors import (
     CommitConflictError,
     ConflictKind,
