@@ -29,6 +29,7 @@ from rowops.request.operations import (
 from rowops.request.results import HealthReport, MaintenanceResult, OperationResult
 from rowops.run import maintenance, row_level
 from rowops.run.append import append_table
+from rowops.run.feed import table_changes
 from rowops.run.read import read_table
 from rowops.run.target import TableLake
 
@@ -121,6 +122,31 @@ class Table:
         df = read_table(self, metadata, snapshot_id, optional_sql(where, "where="))
         self.scope.note_read(self.identifier)
         return df
+
+    @checked_call
+    def changes(
+        self,
+        start: int | datetime | None = None,
+        end: int | datetime | None = None,
+        *,
+        start_snapshot_id: int | None = None,
+        end_snapshot_id: int | None = None,
+        net: bool = False,
+    ) -> DataFrame:
+        """The change feed: every row inserted, deleted or updated by the commits in a range.
+
+        Columns: the table's, then ``_change_type`` (``insert``, ``delete``, ``update_preimage``,
+        ``update_postimage``), ``_commit_version`` (lake version), ``_commit_snapshot_id``,
+        ``_commit_timestamp`` and ``_change_ordinal`` (the commit's position in the range, from 0).
+
+        Args:
+            start: lake version (exclusive) or time after which commits count; None: the beginning.
+            end: lake version (inclusive) or time up to which commits count; None: this handle's.
+            start_snapshot_id / end_snapshot_id: the range in snapshot ids instead (start exclusive,
+                an ancestor of end); each snapshot is a commit.
+            net: one net change per row over the whole range instead of one per commit.
+        """
+        return table_changes(self, start, end, start_snapshot_id, end_snapshot_id, net)
 
     # -- branches and tags (Iceberg snapshot refs; rowops/commit/refs.py, catalog/branches.py) -----
     def refs(self) -> dict[str, dict[str, object]]:

@@ -1,0 +1,246 @@
+"""A table's change feed: the rows each commit in a range inserted, deleted or updated.
+
+A range is given in lake versions or timestamps (``start`` exclusive, ``end`` inclusive), or in
+snapshot ids. Over lake versions, a commit is one lake version that changed the table: a lake
+transaction is one commit with all its statements, and a table or lake rollback is a commit whose
+changes undo what it rolled back. Over snapshot ids (also for tables of other catalogs), a commit is
+one snapshot of the end snapshot's history.
+
+Each commit is the difference of two table states, read from the files that differ only
+(``plan/feed.py``, ``exec/reading/feed.py``); maintenance rewrites are skipped unread. ``net`` reads one
+difference, from the start state to the end state: one net change per row (per key with identifier
+columns: insert then update is an insert, insert then delete is nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import TableMetadata
+
+from rowops.catalog.expired import check_offered
+from rowops.catalog.tables import TableCatalog
+from rowops.errors import InvalidInputError, SnapshotExpiredError
+from rowops.exec.reading.feed import state_changes, union_commits, with_commit
+from rowops.meta.evolution import schema_of
+from rowops.meta.files import TableFiles, live_files
+from rowops.meta.lineage import ROW_ID
+from rowops.meta.v3 import V3
+from rowops.plan.feed import file_diff, only_rewrites
+
+if TYPE_CHECKING:
+    from rowops.exec.spark.frames import DataFrame
+    from rowops.run.target import TableTarget
+
+Bound = int | datetime | None
+
+
+@dataclass(frozen=True)
+class TableState:
+    """A table as of one point of the feed: its metadata and the snapshot of its main branch."""
+
+    metadata: TableMetadata | None
+    snapshot_id: int | None
+
+    @property
+    def uuid(self) -> str | None:
+        return str(self.metadata.table_uuid) if self.metadata is not None else None
+
+
+@dataclass(frozen=True)
+class FeedCommit:
+    """One commit of the feed: the table went from ``before`` to ``after``."""
+
+    before: TableState
+    after: TableState
+    version: int | None
+    timestamp_ms: int
+
+
+def table_changes(
+    table: TableTarget,
+    start: Bound = None,
+    end: Bound = None,
+    start_snapshot_id: int | None = None,
+    end_snapshot_id: int | None = None,
+    net: bool = False,
+) -> DataFrame:
+    """The change feed of ``table`` (``Table.changes``)."""
+    if start_snapshot_id is not None or end_snapshot_id is not None:
+        if start is not None or end is not None:
+            raise InvalidInputError(
+                "changes() takes a range in lake versions or timestamps (start=, end=) or in snapshot ids "
+                "(start_snapshot_id=, end_snapshot_id=), not both",
+                help="Pass one kind of range; nothing was read.",
+            )
+        commits = list(_snapshot_commits(table, start_snapshot_id, end_snapshot_id))
+    else:
+        commits = list(_version_commits(table, start, end))
+    if net and commits:
+        commits = [
+            FeedCommit(commits[0].before, commits[-1].after, commits[-1].version, commits[-1].timestamp_ms)
+        ]
+    final = commits[-1].after if commits else None
+    schema = _schema(table, final)
+    keys = _pairing_keys(schema, final)
+    spark = table.lake.spark
+    io = table.lake.catalog.io
+    parts = []
+    files: dict[tuple[str | None, int | None], TableFiles] = {}
+    for ordinal, commit in enumerate(commits):
+        if _unchanged(commit):
+            continue
+        before, after = _files(io, commit.before, files), _files(io, commit.after, files)
+        diff = file_diff(before, after)
+        if diff.empty:
+            continue
+        rows = state_changes(spark, schema, before, after, diff, keys)
+        parts.append(
+            with_commit(rows, commit.version, commit.after.snapshot_id, commit.timestamp_ms, ordinal)
+        )
+    return union_commits(spark, schema, parts)
+
+
+def _unchanged(commit: FeedCommit) -> bool:
+    """No row changed: the same snapshot, or only maintenance rewrites in between."""
+    before, after = commit.before, commit.after
+    if before.snapshot_id == after.snapshot_id and before.uuid == after.uuid:
+        return True
+    if before.snapshot_id is None or after.metadata is None or before.uuid != after.uuid:
+        return False
+    return only_rewrites(after.metadata, before.snapshot_id, after.snapshot_id)
+
+
+def _files(
+    io: object, state: TableState, cache: dict[tuple[str | None, int | None], TableFiles]
+) -> TableFiles:
+    key = (state.uuid, state.snapshot_id)
+    if key not in cache:
+        if state.metadata is None or state.snapshot_id is None:
+            cache[key] = TableFiles(None, 0, (), (), (), ())
+        else:
+            cache[key] = live_files(state.metadata, io, state.snapshot_id)  # type: ignore[arg-type]
+    return cache[key]
+
+
+def _schema(table: TableTarget, final: TableState | None) -> Schema:
+    """The schema of the range's last state (rows of older states are read with it)."""
+    if final is None or final.metadata is None:
+        return table.metadata.schema()
+    return schema_of(final.metadata, final.snapshot_id)
+
+
+def _pairing_keys(schema: Schema, final: TableState | None) -> list[str]:
+    """Identifier columns pair updates; without them, v3 row ids; else none (inserts and deletes)."""
+    names = [schema.find_column_name(i) or "" for i in schema.identifier_field_ids]
+    if names:
+        return names
+    if final is not None and final.metadata is not None and final.metadata.format_version >= V3:
+        return [ROW_ID]
+    return []
+
+
+# -- ranges over lake versions ----------------------------------------------------------------------
+def _version_commits(table: TableTarget, start: Bound, end: Bound) -> Iterator[FeedCommit]:
+    catalog = table.lake.catalog
+    if not isinstance(catalog, TableCatalog):
+        raise InvalidInputError(
+            f"Table {table.name} is not in a rowops lake: its change feed is ranged in snapshot ids",
+            help="Call table.changes(start_snapshot_id=..., end_snapshot_id=...); nothing was read.",
+        )
+    newest = table.load().lake_version
+    first, last = _version(catalog, start, 0, newest), _version(catalog, end, newest, newest)
+    if first > last:
+        raise InvalidInputError(
+            f"changes(): start (lake version {first}) is after end (lake version {last})",
+            help="Give start <= end (start is exclusive, end inclusive); nothing was read.",
+        )
+    name = table.name
+    previous = _state_at(catalog, name, catalog.log.read(first)) if first > 0 else TableState(None, None)
+    for version in catalog.log.history(first + 1, last + 1):
+        entry = version.get(name)
+        state = _state_at(catalog, name, version)
+        if state.metadata is not None and previous.metadata is not None and state.uuid != previous.uuid:
+            raise InvalidInputError(
+                f"Table {name} was dropped and created again at lake version {version.version}: a change feed "
+                "follows one table",
+                help=f"Read the changes up to version {version.version - 1}, then from {version.version}.",
+            )
+        if entry is None and previous.metadata is not None:
+            raise InvalidInputError(
+                f"Table {name} was dropped at lake version {version.version}, inside the range",
+                help=f"End the range before version {version.version}; nothing was read.",
+            )
+        if state.snapshot_id != previous.snapshot_id:
+            yield FeedCommit(previous, state, version.version, version.timestamp_ms)
+        previous = state
+
+
+def _version(catalog: TableCatalog, bound: Bound, default: int, newest: int) -> int:
+    if bound is None:
+        return default
+    if isinstance(bound, datetime):
+        return catalog.log.version_at(int(bound.timestamp() * 1000)).version
+    if isinstance(bound, bool) or not isinstance(bound, int):
+        raise InvalidInputError(
+            f"changes(): a range bound is a lake version (int) or a datetime, not {bound!r}",
+            help="Pass start=/end= as lake versions (lake.history()) or datetimes; nothing was read.",
+        )
+    if not 0 <= bound <= newest:
+        raise InvalidInputError(
+            f"changes(): lake version {bound} does not exist (versions 0..{newest})",
+            help="List versions with lake.history(); nothing was read.",
+        )
+    return bound
+
+
+def _state_at(catalog: TableCatalog, name: str, version: object) -> TableState:
+    entry = version.get(name)  # type: ignore[attr-defined]
+    if entry is None:
+        return TableState(None, None)
+    metadata = catalog.read_metadata(entry.metadata_location)
+    check_offered(catalog.log, name, metadata)
+    return TableState(metadata, metadata.current_snapshot_id)
+
+
+# -- ranges over snapshot ids -----------------------------------------------------------------------
+def _snapshot_commits(table: TableTarget, start: int | None, end: int | None) -> Iterator[FeedCommit]:
+    metadata = table.metadata
+    end = end if end is not None else metadata.current_snapshot_id
+    chain = _ancestry(metadata, end, start)
+    previous = TableState(metadata if start is not None else None, start)
+    for snapshot_id in reversed(chain):
+        snapshot = metadata.snapshot_by_id(snapshot_id)
+        state = TableState(metadata, snapshot_id)
+        yield FeedCommit(previous, state, None, snapshot.timestamp_ms if snapshot else 0)
+        previous = state
+
+
+def _ancestry(metadata: TableMetadata, end: int | None, start: int | None) -> list[int]:
+    """Snapshot ids from ``end`` back to (not including) ``start``; ``start`` must be an ancestor."""
+    for given in (start, end):
+        if given is not None and metadata.snapshot_by_id(given) is None:
+            raise SnapshotExpiredError(
+                f"changes(): the table has no snapshot {given} (never made, or expired)",
+                help="List snapshots with table.snapshots(); nothing was read.",
+            )
+    chain, current = [], end
+    while current is not None and current != start:
+        chain.append(current)
+        snapshot = metadata.snapshot_by_id(current)
+        if snapshot is None:
+            raise SnapshotExpiredError(
+                f"changes(): snapshot {current} in the range was expired",
+                help="Start the range after the expired history; nothing was read.",
+            )
+        current = snapshot.parent_snapshot_id
+    if current != start:
+        raise InvalidInputError(
+            f"changes(): snapshot {start} is not an ancestor of snapshot {end}",
+            help="Give a start snapshot on the end snapshot's history (table.snapshots()); nothing was read.",
+        )
+    return chain

@@ -1,0 +1,183 @@
+"""The change feed (``Table.changes``, issue 45) against a model: the difference of the table's states.
+
+Each lake version's rows are kept in a dict by key; the feed of every commit must equal the difference
+of the states before and after it (deletes, inserts, and updates as pre/post images), and ``net=True``
+the difference of the range's first and last states, in every encoding. A transaction is one commit,
+maintenance rewrites are none, a rollback is the change that undoes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+
+import rowops
+from rowops.errors import InvalidInputError, SnapshotExpiredError
+
+SCHEMA = T.StructType(
+    [
+        T.StructField("k", T.LongType(), False),
+        T.StructField("v", T.StringType()),
+        T.StructField("p", T.LongType()),
+    ]
+)
+Rows = dict[int, tuple[str | None, int]]
+Change = tuple[str, int, str | None, int]
+
+
+def frame(spark: SparkSession, rows: Rows) -> Any:
+    return spark.createDataFrame([(k, v, p) for k, (v, p) in sorted(rows.items())], SCHEMA)
+
+
+def diff(before: Rows, after: Rows) -> Counter[Change]:
+    """The model's changes from ``before`` to ``after``, by key."""
+    out: Counter[Change] = Counter()
+    for k in before.keys() | after.keys():
+        old, new = before.get(k), after.get(k)
+        if old == new:
+            continue
+        if old is None:
+            out[("insert", k, *new)] += 1  # type: ignore[misc]
+        elif new is None:
+            out[("delete", k, *old)] += 1
+        else:
+            out[("update_preimage", k, *old)] += 1
+            out[("update_postimage", k, *new)] += 1
+    return out
+
+
+def feed(df: Any) -> dict[int, Counter[Change]]:
+    """The feed's changes per commit version."""
+    out: dict[int, Counter[Change]] = {}
+    for r in df.collect():
+        out.setdefault(r["_commit_version"], Counter())[(r["_change_type"], r["k"], r["v"], r["p"])] += 1
+    return out
+
+
+def test_feed_equals_the_difference_of_states(lake: rowops.Lakehouse, strategy: str) -> None:
+    spark = lake.spark
+    state: Rows = {k: (f"v{k}", k % 3) for k in range(1, 13)}
+    table = lake.create_table("db.t", frame(spark, state), partition_by=["bucket(4, k)"], identifier=["k"])
+    states = {lake.version: dict(state)}
+
+    def merge(rows: Rows, **clauses: Any) -> None:
+        rowops.merge(frame(spark, rows), table, on=["k"], strategy=strategy, **clauses)
+
+    changed = {
+        2: ("two", 2),
+        5: ("five", 2),
+        40: ("forty", 1),
+    }  # two updates, an insert
+    merge(changed)
+    state.update(changed)
+    states[lake.version] = dict(state)
+    gone = {3: state[3], 7: state[7]}
+    merge(gone, when_matched="delete", when_not_matched=None)
+    for k in gone:
+        del state[k]
+    states[lake.version] = dict(state)
+    table.append(frame(spark, {50: ("fifty", 0)}))
+    state[50] = ("fifty", 0)
+    states[lake.version] = dict(state)
+    with lake.transaction() as tx:  # one commit of two statements
+        in_tx = tx.table("db.t")
+        rowops.merge(frame(spark, {8: ("eight", 2)}), in_tx, on=["k"], strategy=strategy)
+        rowops.merge(frame(spark, {8: ("EIGHT", 2), 60: ("sixty", 0)}), in_tx, on=["k"], strategy=strategy)
+    state.update({8: ("EIGHT", 2), 60: ("sixty", 0)})
+    states[lake.version] = dict(state)
+    table.compact()  # no row changes: no commit in the feed
+    compacted = lake.version
+    states[compacted] = dict(state)
+    before_rollback = table.snapshots()[2]["snapshot_id"]
+    table.rollback_to(before_rollback)  # back to the state after the first merge
+    state = dict(states[3])
+    states[lake.version] = dict(state)
+
+    versions = sorted(states)
+    by_commit = feed(table.changes())
+    expected = {  # the creating commit (from no table) inserts every row
+        v: diff(states.get(prev, {}), states[v]) for prev, v in zip([0, *versions], versions, strict=False)
+    }
+    expected = {v: c for v, c in expected.items() if c}
+    assert compacted not in by_commit
+    assert by_commit == expected
+    for start, end in [(0, versions[-1]), (versions[1], versions[4]), (versions[2], versions[-1])]:
+        net = table.changes(start=start, end=end, net=True)
+        got: Counter[Change] = Counter()
+        for r in net.collect():
+            got[(r["_change_type"], r["k"], r["v"], r["p"])] += 1
+            assert r["_commit_version"] == end
+        assert got == diff(states.get(start, {}), states[end]), (start, end)
+    middle = feed(table.changes(start=versions[1], end=versions[3]))
+    assert middle == {v: expected[v] for v in versions[2:4] if v in expected}
+
+
+def test_feed_columns_and_their_types(lake: rowops.Lakehouse) -> None:
+    spark = lake.spark
+    table = lake.create_table("db.t", frame(spark, {1: ("a", 0)}), identifier=["k"])
+    rowops.merge(frame(spark, {1: ("b", 0)}), table, on=["k"], strategy="position-delete")
+    df = table.changes(start=1)
+    assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
+        ("k", "bigint"),
+        ("v", "string"),
+        ("p", "bigint"),
+        ("_change_type", "string"),
+        ("_commit_version", "bigint"),
+        ("_commit_snapshot_id", "bigint"),
+        ("_commit_timestamp", "timestamp"),
+        ("_change_ordinal", "int"),
+    ]
+    rows = sorted(df.collect(), key=lambda r: r["_change_type"])
+    assert [r["_change_type"] for r in rows] == ["update_postimage", "update_preimage"]
+    assert {r["_commit_snapshot_id"] for r in rows} == {table.current_snapshot_id}
+    assert {r["_change_ordinal"] for r in rows} == {0}
+    assert rows[0]["_commit_version"] == 2 and isinstance(rows[0]["_commit_timestamp"], datetime)
+    assert table.changes(start=2).count() == 0  # an empty range has the same columns
+    assert table.changes(start=2).columns == df.columns
+
+
+def test_without_identifier_columns_updates_are_a_delete_and_an_insert(lake: rowops.Lakehouse) -> None:
+    spark = lake.spark
+    table = lake.create_table("db.t", frame(spark, {1: ("a", 0), 2: ("b", 0)}))
+    table.update({"v": "'c'"}, where="k = 1", strategy="copy-on-write")
+    got = Counter((r["_change_type"], r["k"], r["v"]) for r in table.changes(start=1).collect())
+    assert got == Counter({("delete", 1, "a"): 1, ("insert", 1, "c"): 1})  # the copied row 2 is no change
+
+
+def test_snapshot_id_ranges(lake: rowops.Lakehouse) -> None:
+    spark = lake.spark
+    table = lake.create_table("db.t", frame(spark, {1: ("a", 0)}), identifier=["k"])
+    first = table.current_snapshot_id
+    table.append(frame(spark, {2: ("b", 0)}))
+    table.delete("k = 1", strategy="position-delete")
+    rows = table.changes(start_snapshot_id=first).collect()
+    assert Counter((r["_change_type"], r["k"], r["_change_ordinal"]) for r in rows) == Counter(
+        {("insert", 2, 0): 1, ("delete", 1, 1): 1}
+    )
+    assert {r["_commit_version"] for r in rows} == {None}
+
+
+def test_bad_ranges_are_refused(lake: rowops.Lakehouse) -> None:
+    spark = lake.spark
+    table = lake.create_table("db.t", frame(spark, {1: ("a", 0)}), identifier=["k"])
+    table.append(frame(spark, {2: ("b", 0)}))
+    for call in (
+        lambda: table.changes(start=2, end=1),
+        lambda: table.changes(end=99),
+        lambda: table.changes(start=-1),
+        lambda: table.changes(start="1"),  # type: ignore[arg-type]
+        lambda: table.changes(start=1, start_snapshot_id=table.current_snapshot_id),
+        lambda: table.changes(
+            start_snapshot_id=table.current_snapshot_id, end_snapshot_id=table.snapshots()[0]["snapshot_id"]
+        ),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(InvalidInputError, match="Help:"):
+            call()
+    with pytest.raises(SnapshotExpiredError):
+        table.changes(start_snapshot_id=12345)
+    assert table.changes(start=datetime(2000, 1, 1, tzinfo=timezone.utc)).count() == 2
