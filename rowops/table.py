@@ -29,7 +29,7 @@ from rowops.request.operations import (
 from rowops.request.results import HealthReport, MaintenanceResult, OperationResult
 from rowops.run import maintenance, row_level
 from rowops.run.append import append_table
-from rowops.run.feed import table_changes
+from rowops.run.feed import appended_rows, table_changes
 from rowops.run.read import read_table
 from rowops.run.target import TableLake
 
@@ -98,7 +98,15 @@ class Table:
 
     @checked_call
     def to_df(
-        self, snapshot_id: int | None = None, where: str | None = None, ref: str | None = None
+        self,
+        snapshot_id: int | None = None,
+        where: str | None = None,
+        ref: str | None = None,
+        *,
+        start: int | datetime | None = None,
+        end: int | datetime | None = None,
+        start_snapshot_id: int | None = None,
+        end_snapshot_id: int | None = None,
     ) -> DataFrame:
         """A Spark DataFrame of the snapshot's rows with all position and equality deletes applied.
 
@@ -108,7 +116,18 @@ class Table:
                 files whose partition values or column bounds cannot match are never read
                 (``rowops/run/read.py``).
             ref: a branch or tag to read (its snapshot), instead of ``snapshot_id``.
+            start, end / start_snapshot_id, end_snapshot_id: an incremental read instead: the rows
+                appended by the commits of this range (as :meth:`changes`: start exclusive, end
+                inclusive); a range with a commit that deletes or rewrites rows is refused.
         """
+        if (start, end, start_snapshot_id, end_snapshot_id) != (None, None, None, None):
+            if (snapshot_id, ref) != (None, None):
+                raise InvalidInputError(
+                    "to_df takes a snapshot (snapshot_id=, ref=) or a range (start=, end=, ...), not both",
+                    help="Read one snapshot, or the rows appended in a range; nothing was read.",
+                )
+            text = optional_sql(where, "where=")
+            return appended_rows(self, start, end, start_snapshot_id, end_snapshot_id, text)
         metadata = self.metadata
         if ref is not None:
             if snapshot_id is not None:

@@ -19,13 +19,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from pyiceberg.io import FileIO
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 
 from rowops.catalog.expired import check_offered
 from rowops.catalog.tables import TableCatalog
 from rowops.errors import InvalidInputError, SnapshotExpiredError
-from rowops.exec.reading.feed import state_changes, union_commits, with_commit
+from rowops.exec.checks.expressions import check_condition
+from rowops.exec.reading.feed import appended_rows_of, state_changes, union_commits, with_commit
 from rowops.meta.evolution import schema_of
 from rowops.meta.files import TableFiles, live_files
 from rowops.meta.lineage import ROW_ID
@@ -70,39 +72,95 @@ def table_changes(
     net: bool = False,
 ) -> DataFrame:
     """The change feed of ``table`` (``Table.changes``)."""
-    if start_snapshot_id is not None or end_snapshot_id is not None:
-        if start is not None or end is not None:
-            raise InvalidInputError(
-                "changes() takes a range in lake versions or timestamps (start=, end=) or in snapshot ids "
-                "(start_snapshot_id=, end_snapshot_id=), not both",
-                help="Pass one kind of range; nothing was read.",
-            )
-        commits = list(_snapshot_commits(table, start_snapshot_id, end_snapshot_id))
-    else:
-        commits = list(_version_commits(table, start, end))
+    commits = feed_commits(table, start, end, start_snapshot_id, end_snapshot_id)
     if net and commits:
-        commits = [
-            FeedCommit(commits[0].before, commits[-1].after, commits[-1].version, commits[-1].timestamp_ms)
-        ]
-    final = commits[-1].after if commits else None
-    schema = _schema(table, final)
-    keys = _pairing_keys(schema, final)
-    spark = table.lake.spark
-    io = table.lake.catalog.io
+        last = commits[-1]
+        commits = [FeedCommit(commits[0].before, last.after, last.version, last.timestamp_ms)]
+    schema = _schema(table, commits)
+    keys = _pairing_keys(schema, commits)
+    spark, files = table.lake.spark, _FilesOf(table.lake.catalog.io)
     parts = []
-    files: dict[tuple[str | None, int | None], TableFiles] = {}
     for ordinal, commit in enumerate(commits):
         if _unchanged(commit):
             continue
-        before, after = _files(io, commit.before, files), _files(io, commit.after, files)
+        before, after = files.of(commit.before), files.of(commit.after)
         diff = file_diff(before, after)
-        if diff.empty:
-            continue
-        rows = state_changes(spark, schema, before, after, diff, keys)
-        parts.append(
-            with_commit(rows, commit.version, commit.after.snapshot_id, commit.timestamp_ms, ordinal)
-        )
+        if not diff.empty:
+            rows = state_changes(spark, schema, before, after, diff, keys)
+            parts.append(
+                with_commit(rows, commit.version, commit.after.snapshot_id, commit.timestamp_ms, ordinal)
+            )
     return union_commits(spark, schema, parts)
+
+
+def appended_rows(
+    table: TableTarget,
+    start: Bound = None,
+    end: Bound = None,
+    start_snapshot_id: int | None = None,
+    end_snapshot_id: int | None = None,
+    where: str | None = None,
+) -> DataFrame:
+    """The rows appended by the commits of a range (Iceberg's incremental append scan) that match
+    ``where``; a commit that deletes or rewrites rows is refused (``InvalidInputError``: read
+    ``changes()`` instead)."""
+    commits = feed_commits(table, start, end, start_snapshot_id, end_snapshot_id)
+    schema = _schema(table, commits)
+    spark, files = table.lake.spark, _FilesOf(table.lake.catalog.io)
+    parts = []
+    for commit in commits:
+        if _unchanged(commit):
+            continue
+        before, after = files.of(commit.before), files.of(commit.after)
+        diff = file_diff(before, after)
+        if diff.removed or diff.redeleted:
+            where = f"lake version {commit.version}" if commit.version is not None else "the range"
+            raise InvalidInputError(
+                f"Table {table.name}: the commit of snapshot {commit.after.snapshot_id} ({where}) deletes or "
+                "rewrites rows, so the range is not append-only",
+                help="Read every change of the range with table.changes(...) (inserts, deletes and updates); "
+                "nothing was read.",
+            )
+        if diff.added:
+            parts.append((after, diff.added))
+    rows = appended_rows_of(spark, schema, parts)
+    return rows if where is None else rows.where(check_condition(rows, where, "to_df(where=...)"))
+
+
+def feed_commits(
+    table: TableTarget,
+    start: Bound = None,
+    end: Bound = None,
+    start_snapshot_id: int | None = None,
+    end_snapshot_id: int | None = None,
+) -> list[FeedCommit]:
+    """The commits of a range given in lake versions / timestamps or in snapshot ids."""
+    if start_snapshot_id is None and end_snapshot_id is None:
+        return list(_version_commits(table, start, end))
+    if start is not None or end is not None:
+        raise InvalidInputError(
+            "A range is given in lake versions or timestamps (start=, end=) or in snapshot ids "
+            "(start_snapshot_id=, end_snapshot_id=), not both",
+            help="Pass one kind of range; nothing was read.",
+        )
+    return list(_snapshot_commits(table, start_snapshot_id, end_snapshot_id))
+
+
+class _FilesOf:
+    """The live files of the states of a range, each listed once."""
+
+    def __init__(self, io: FileIO) -> None:
+        self.io = io
+        self.known: dict[tuple[str | None, int | None], TableFiles] = {}
+
+    def of(self, state: TableState) -> TableFiles:
+        key = (state.uuid, state.snapshot_id)
+        if key not in self.known:
+            if state.metadata is None or state.snapshot_id is None:
+                self.known[key] = TableFiles(None, 0, (), (), (), ())
+            else:
+                self.known[key] = live_files(state.metadata, self.io, state.snapshot_id)
+        return self.known[key]
 
 
 def _unchanged(commit: FeedCommit) -> bool:
@@ -115,27 +173,17 @@ def _unchanged(commit: FeedCommit) -> bool:
     return only_rewrites(after.metadata, before.snapshot_id, after.snapshot_id)
 
 
-def _files(
-    io: object, state: TableState, cache: dict[tuple[str | None, int | None], TableFiles]
-) -> TableFiles:
-    key = (state.uuid, state.snapshot_id)
-    if key not in cache:
-        if state.metadata is None or state.snapshot_id is None:
-            cache[key] = TableFiles(None, 0, (), (), (), ())
-        else:
-            cache[key] = live_files(state.metadata, io, state.snapshot_id)  # type: ignore[arg-type]
-    return cache[key]
-
-
-def _schema(table: TableTarget, final: TableState | None) -> Schema:
+def _schema(table: TableTarget, commits: list[FeedCommit]) -> Schema:
     """The schema of the range's last state (rows of older states are read with it)."""
+    final = commits[-1].after if commits else None
     if final is None or final.metadata is None:
         return table.metadata.schema()
     return schema_of(final.metadata, final.snapshot_id)
 
 
-def _pairing_keys(schema: Schema, final: TableState | None) -> list[str]:
+def _pairing_keys(schema: Schema, commits: list[FeedCommit]) -> list[str]:
     """Identifier columns pair updates; without them, v3 row ids; else none (inserts and deletes)."""
+    final = commits[-1].after if commits else None
     names = [schema.find_column_name(i) or "" for i in schema.identifier_field_ids]
     if names:
         return names

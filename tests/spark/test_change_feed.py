@@ -181,3 +181,34 @@ def test_bad_ranges_are_refused(lake: rowops.Lakehouse) -> None:
     with pytest.raises(SnapshotExpiredError):
         table.changes(start_snapshot_id=12345)
     assert table.changes(start=datetime(2000, 1, 1, tzinfo=timezone.utc)).count() == 2
+
+
+def test_incremental_read_returns_the_rows_appended_in_a_range(lake: rowops.Lakehouse, java: Any) -> None:
+    """``to_df(start=, end=)`` equals Iceberg Java's incremental append scan over the same snapshots."""
+    spark = lake.spark
+    table = lake.create_table("db.t", frame(spark, {1: ("a", 0)}), identifier=["k"])
+    start_version, start_snapshot = lake.version, table.current_snapshot_id
+    table.append(frame(spark, {2: ("b", 1), 3: ("c", 0)}))
+    with lake.transaction() as tx:  # a transaction of two appends is one commit with both
+        tx.table("db.t").append(frame(spark, {4: ("d", 0)}))
+        tx.table("db.t").append(frame(spark, {5: ("e", 1)}))
+    table.compact()  # a rewrite is no commit of the feed, and no append either
+    appended = [(2, "b", 1), (3, "c", 0), (4, "d", 0), (5, "e", 1)]
+    got = sorted(tuple(r) for r in table.to_df(start=start_version).collect())
+    assert got == appended
+    by_snapshot = table.to_df(start_snapshot_id=start_snapshot, where="p = 1").collect()
+    assert sorted(tuple(r) for r in by_snapshot) == [(2, "b", 1), (5, "e", 1)]
+    if java is not None:
+        options = {
+            "start-snapshot-id": str(start_snapshot),
+            "end-snapshot-id": str(table.current_snapshot_id),
+        }
+        rows = java.read(table.metadata_location, read_options=options).to_pylist()
+        assert sorted((r["k"], r["v"], r["p"]) for r in rows) == appended
+    table.delete("k = 2", strategy="position-delete")
+    with pytest.raises(InvalidInputError, match="changes"):
+        table.to_df(start=start_version)
+    with pytest.raises(InvalidInputError, match="Help:"):
+        table.to_df(snapshot_id=start_snapshot, start=start_version)
+    with pytest.raises(InvalidInputError):
+        table.to_df(start=start_version, end=start_version + 2, where="no_such_column = 1")

@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from rowops.exec.reading.file_reads import FILE_COL, POS_COL
 from rowops.exec.reading.scan import scan
 from rowops.exec.spark.compat import select_columns
-from rowops.meta.files import TableFiles
+from rowops.meta.files import LiveFile, TableFiles
 from rowops.meta.lineage import ROW_ID
 from rowops.plan.feed import FileDiff
 
@@ -139,3 +139,14 @@ def _empty_changes(spark: SparkSession, schema: Schema) -> DataFrame:
     nothing = scan(spark, schema, TableFiles(None, 0, (), (), (), ()), [])
     columns = [f.name for f in schema.fields]
     return select_columns(nothing, columns).withColumn(CHANGE_TYPE, F.lit(INSERT)).limit(0)
+
+
+def appended_rows_of(
+    spark: SparkSession, schema: Schema, added: Sequence[tuple[TableFiles, Sequence[LiveFile]]]
+) -> DataFrame:
+    """The live rows of each commit's added data files, as of that commit (table columns only)."""
+    columns = [f.name for f in schema.fields]
+    parts = [select_columns(scan(spark, schema, files, data), columns) for files, data in added]
+    if parts:
+        return functools.reduce(DataFrame.unionByName, parts)
+    return select_columns(scan(spark, schema, TableFiles(None, 0, (), (), (), ()), []), columns)
