@@ -1,4 +1,4 @@
-"""``python -m rowops``: the ``rowops`` command line (``rowops/cli.py``)."""
+"""``python -m rowops``: the ``rowops`` command line (``rowops/cli/``)."""
 
 from rowops.cli import main
 

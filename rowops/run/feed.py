@@ -118,7 +118,7 @@ def appended_rows(
             raise InvalidInputError(
                 f"Table {table.name}: the commit of snapshot {commit.after.snapshot_id} ({where}) deletes or "
                 "rewrites rows, so the range is not append-only",
-                help="Read every change of the range with table.changes(...) (inserts, deletes and updates); "
+                help="Read every change of the range (inserts, deletes and updates) with table.changes() and the same range; "
                 "nothing was read.",
             )
         if diff.added:
@@ -198,7 +198,7 @@ def _version_commits(table: TableTarget, start: Bound, end: Bound) -> Iterator[F
     if not isinstance(catalog, TableCatalog):
         raise InvalidInputError(
             f"Table {table.name} is not in a rowops lake: its change feed is ranged in snapshot ids",
-            help="Call table.changes(start_snapshot_id=..., end_snapshot_id=...); nothing was read.",
+            help="Give the range as start_snapshot_id= and end_snapshot_id= (table.snapshots()); nothing was read.",
         )
     newest = table.load().lake_version
     first, last = _version(catalog, start, 0, newest), _version(catalog, end, newest, newest)

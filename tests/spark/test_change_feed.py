@@ -8,6 +8,7 @@ maintenance rewrites are none, a rollback is the change that undoes.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
@@ -15,8 +16,10 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
+from typer.testing import CliRunner
 
 import rowops
+from rowops.cli import EXIT_BAD_INPUT, app
 from rowops.errors import InvalidInputError, SnapshotExpiredError
 
 SCHEMA = T.StructType(
@@ -212,3 +215,33 @@ def test_incremental_read_returns_the_rows_appended_in_a_range(lake: rowops.Lake
         table.to_df(snapshot_id=start_snapshot, start=start_version)
     with pytest.raises(InvalidInputError):
         table.to_df(start=start_version, end=start_version + 2, where="no_such_column = 1")
+
+
+def test_changes_on_the_command_line(lake: rowops.Lakehouse, tmp_path: Any) -> None:
+    spark = lake.spark
+    table = lake.create_table("db.t", frame(spark, {1: ("a", 0), 2: ("b", 0)}), identifier=["k"])
+    rowops.merge(frame(spark, {2: ("B", 0), 3: ("c", 0)}), table, on=["k"], strategy="position-delete")
+    runner = CliRunner()
+    base = ["--lake", str(lake.root)]
+    listed = runner.invoke(app, [*base, "changes", "db.t", "--from", "1"])
+    assert listed.exit_code == 0, listed.output
+    assert sorted(listed.output.splitlines()) == [
+        "v2 insert           k=3, v='c', p=0",
+        "v2 update_postimage k=2, v='B', p=0",
+        "v2 update_preimage  k=2, v='b', p=0",
+    ]
+    as_json = runner.invoke(app, [*base, "changes", "db.t", "--format", "json"])
+    rows = json.loads(as_json.output)
+    assert Counter((r["_commit_version"], r["_change_type"], r["k"]) for r in rows) == Counter(
+        {(1, "insert", 1): 1, (1, "insert", 2): 1, (2, "insert", 3): 1}
+        | {(2, "update_preimage", 2): 1, (2, "update_postimage", 2): 1}
+    )
+    assert all(datetime.fromisoformat(r["_commit_timestamp"]) for r in rows)
+    out = tmp_path / "feed"
+    written = runner.invoke(
+        app, [*base, "changes", "db.t", "--from", "1", "--net", "--format", "parquet", "--out", str(out)]
+    )
+    assert written.exit_code == 0, written.output
+    assert spark.read.parquet(str(out)).count() == 3
+    bad = runner.invoke(app, [*base, "changes", "db.t", "--from", "5"])
+    assert bad.exit_code == EXIT_BAD_INPUT and "Help:" in bad.output

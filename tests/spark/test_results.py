@@ -11,7 +11,7 @@ from pyiceberg.table import StaticTable
 from pyspark.sql import functions as F
 
 import rowops
-from rowops.cli_text import commit_line, snapshot_line
+from rowops.cli.text import commit_line, snapshot_line
 from tests.spark.tables import frame, make_row
 
 ICEBERG_COUNTS = (

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2] / "rowops"
 
 # Top to bottom: a module imports only modules of its own layer or of a lower one.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("entry", ("rowops", "rowops.__main__", "rowops.cli", "rowops.cli_text")),
+    ("entry", ("rowops", "rowops.__main__", "rowops.cli")),
     ("pipeline", ("rowops.pipeline",)),
     (
         "api",

@@ -167,3 +167,17 @@ def error_message(exc: RowOpsError, lake: str | None) -> str:
     if replaced is None:
         return text
     return f"{text.split(chr(10) + 'Help: ')[0]}\nHelp: {replaced}"
+
+
+def change_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A change feed row as JSON values (times as ISO 8601 text)."""
+    return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in row.items()}
+
+
+def change_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per change: version, type, then the row's columns."""
+    lines = []
+    for r in sorted(rows, key=lambda r: (r["_change_ordinal"], r["_change_type"])):
+        values = ", ".join(f"{k}={v!r}" for k, v in r.items() if not k.startswith("_"))
+        lines.append(f"v{r['_commit_version']} {r['_change_type']:<16} {values}")
+    return lines or ["no changes"]
