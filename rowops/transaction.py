@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rowops import functions, statements
 from rowops.catalog.batches import batch_record
@@ -188,14 +188,15 @@ class Transaction:
         """Drop a table when this transaction commits."""
         self._tx.drop(TableIdentifier.parse(name))
 
-    def mark_batch(self, app: str, batch: str) -> None:
+    def mark_batch(self, app: str, batch: str, source: dict[str, Any] | None = None) -> None:
         """Record that this transaction applies ``batch`` of pipeline ``app`` (``rowops.pipeline``).
 
-        The pair is written into the lake version's transaction record, atomically with the tables;
-        the commit fails with ``BatchAlreadyCommittedError`` (nothing committed) when a version
-        committed after this transaction began carries the same pair.
+        The pair (and ``source``: how far a chained pipeline read its source's change feed) is written
+        into the lake version's transaction record, atomically with the tables; the commit fails with
+        ``BatchAlreadyCommittedError`` (nothing committed) when a version committed after this
+        transaction began carries the same pair.
         """
-        self._tx.batch = batch_record(app, batch)
+        self._tx.batch = batch_record(app, batch, source)
 
     # -- ending ----------------------------------------------------------------------------------
     def commit(self) -> int | None:

@@ -31,9 +31,31 @@ from rowops.catalog.storage import AlreadyExists, OutcomeUnknown
 PREFIX = "_rowops/batches/"
 
 
-def batch_record(app: str, batch: str) -> dict[str, str]:
-    """The ``batch`` field of a transaction record."""
-    return {"app": app, "id": batch}
+def batch_record(app: str, batch: str, source: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``batch`` field of a transaction record; ``source``: where a chained pipeline's source read
+    up to (``{"table": name, "version": lake version}``), committed atomically with the batch."""
+    return {"app": app, "id": batch, **({"source": dict(source)} if source is not None else {})}
+
+
+def source_position(log: LakeLog, app: str, table: str, upto: LakeVersion) -> int:
+    """The lake version up to which the newest batch of ``app`` in the lake state ``upto`` read the
+    change feed of ``table`` (0: none did). A lake rollback's version stands for its target's state:
+    batches it undid do not count (they run again, and read their changes again).
+
+    Reads the versions back from ``upto`` to that batch: the versions since the pipeline's last run.
+    """
+    version = upto
+    while version.version > 0:
+        target = rollback_target(version)
+        if target is not None:
+            version = log.read(target)
+            continue
+        record: Any = (version.transaction or {}).get("batch")
+        source = record.get("source") if isinstance(record, dict) and record.get("app") == app else None
+        if isinstance(source, dict) and source.get("table") == table:
+            return int(source["version"])
+        version = log.read(version.version - 1)
+    return 0
 
 
 def committed_batch(version: LakeVersion) -> dict[str, str] | None:
@@ -150,9 +172,10 @@ class BatchIndex:
                 raise OSError(str(exc)) from exc
 
 
-def same_batch_between(log: LakeLog, record: dict[str, str], after: int, upto: int) -> LakeVersion | None:
-    """The version in (``after``, ``upto``] that committed the batch ``record``, if any."""
+def same_batch_between(log: LakeLog, record: dict[str, Any], after: int, upto: int) -> LakeVersion | None:
+    """The version in (``after``, ``upto``] that committed the batch ``record`` (its app and id), if any."""
+    pair = {"app": str(record["app"]), "id": str(record["id"])}
     for version in log.history(after + 1, upto + 1):
-        if committed_batch(version) == record:
+        if committed_batch(version) == pair:
             return version
     return None

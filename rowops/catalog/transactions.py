@@ -22,6 +22,7 @@ import random
 import time
 import uuid
 import weakref
+from typing import Any
 
 from pyiceberg.table.metadata import TableMetadata
 
@@ -102,7 +103,7 @@ class LakeTransaction:
         self.listeners: list[CommitListener] = []
         self.replays = 0
         self._garbage: list[str] = []
-        self.batch: dict[str, str] | None = (
+        self.batch: dict[str, Any] | None = (
             None  # a pipeline batch committed exactly once (catalog/batches.py)
         )
         self._batch_checked = self.pinned.version

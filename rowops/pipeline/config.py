@@ -39,6 +39,9 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 SOURCE_FORMATS = ("parquet", "csv", "json", "table")
+TABLE_CHANGES = "table_changes"  # [source] table_changes = "db.silver": a rowops table's change feed
+# a change feed's columns as a [source.cdc] (``Table.changes(net=True)``; pre-images are left out)
+FEED_CDC_COLUMNS = ("_change_type", "_change_ordinal")
 STRATEGIES = ("auto", "copy-on-write", "position-delete", "equality-delete")
 # "add-columns": source columns a target lacks are added to it (optional, in the batch's transaction)
 SCHEMA_EVOLUTION = ("none", "add-columns")
@@ -76,7 +79,8 @@ class CdcConfig:
 
 @dataclass(frozen=True)
 class SourceConfig:
-    """Where a batch's rows come from: a Parquet/CSV/JSON directory or a rowops table."""
+    """Where a batch's rows come from: a Parquet/CSV/JSON directory, a rowops table, or a rowops
+    table's change feed (``format == "table_changes"``: the changes since the pipeline's last batch)."""
 
     format: str
     path: str | None = None
@@ -209,7 +213,11 @@ def _cdc(where: str, data: object) -> CdcConfig:
 
 
 def _source(where: str, data: object) -> SourceConfig:
-    s = _Section(where, "[source]", data, ("format", "path", "table", "options", "cdc", "where"))
+    s = _Section(
+        where, "[source]", data, ("format", "path", "table", "options", "cdc", "where", TABLE_CHANGES)
+    )
+    if TABLE_CHANGES in s.data:
+        return _table_changes(s)
     fmt = s.get("format", str, required=True)
     if fmt not in SOURCE_FORMATS:
         s.fail(f"[source].format must be one of {', '.join(SOURCE_FORMATS)}, got {fmt!r}")
@@ -220,6 +228,17 @@ def _source(where: str, data: object) -> SourceConfig:
         s.fail(f'[source] with format = "{fmt}" needs path = "<directory>" (and no table)')
     cdc = _cdc(where, s.data["cdc"]) if "cdc" in s.data else None
     return SourceConfig(fmt, path, table, s.mapping("options"), cdc, s.get("where", str))
+
+
+def _table_changes(s: _Section) -> SourceConfig:
+    """``table_changes = "db.silver"``: the net changes of that table since this pipeline's last batch."""
+    table = s.get(TABLE_CHANGES, str, required=True)
+    extra = sorted(k for k in s.data if k not in (TABLE_CHANGES, "where"))
+    if extra:
+        s.fail(f"[source] with table_changes takes no {', '.join(extra)} (only where)")
+    op, order = FEED_CDC_COLUMNS
+    cdc = CdcConfig(op, order, insert=("insert",), update=("update_postimage",), delete=("delete",))
+    return SourceConfig(TABLE_CHANGES, None, table, {}, cdc, s.get("where", str))
 
 
 def _target(where: str, index: int, data: object) -> TargetConfig:

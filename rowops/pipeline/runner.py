@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from rowops.catalog.batches import BatchIndex
+from rowops.catalog.batches import BatchIndex, source_position
 from rowops.errors import (
     BatchAlreadyCommittedError,
     NoSuchLakeError,
@@ -34,7 +34,7 @@ from rowops.exec.spark.literal_frames import sql_identifier
 from rowops.exec.spark.session import create_session
 from rowops.lakehouse import Lakehouse
 from rowops.meta.fileio import s3a_conf
-from rowops.pipeline.config import PipelineConfig, TargetConfig
+from rowops.pipeline.config import FEED_CDC_COLUMNS, TABLE_CHANGES, PipelineConfig, TargetConfig
 from rowops.pipeline.maintenance import apply_policy
 from rowops.pipeline.metrics import RunMetrics, TargetMetrics, debt_summary
 from rowops.table import MergeBuilder, Table
@@ -124,9 +124,25 @@ def batch_of(config: PipelineConfig, batch_id: str | None) -> str:
 
 
 # -- the source ---------------------------------------------------------------------------------------
-def read_source(lake: Lakehouse, config: PipelineConfig, batch_id: str) -> tuple[DataFrame, list[str]]:
-    """The batch's raw rows and (for a local directory) its files, to name an unreadable one."""
+def feed_range(lake: Lakehouse, config: PipelineConfig, upto: int) -> tuple[int, int] | None:
+    """A chained pipeline's source range in lake versions: from where its newest batch in the lake
+    state ``upto`` read its source's change feed (exclusive), to ``upto`` (inclusive)."""
     source = config.source
+    if source.format != TABLE_CHANGES or source.table is None:
+        return None
+    log = lake.catalog.log
+    return source_position(log, config.id, source.table, log.read(upto)), upto
+
+
+def read_source(
+    lake: Lakehouse, config: PipelineConfig, batch_id: str, changes: tuple[int, int] | None = None
+) -> tuple[DataFrame, list[str]]:
+    """The batch's raw rows and (for a local directory) its files, to name an unreadable one;
+    ``changes``: the range of a chained pipeline's change feed (:func:`feed_range`)."""
+    source = config.source
+    if changes is not None and source.table is not None:
+        feed = lake.table(source.table).changes(start=changes[0], end=changes[1], net=True)
+        return feed.where(f"{FEED_CDC_COLUMNS[0]} <> 'update_preimage'"), []
     if source.format == "table":
         assert source.table is not None
         return lake.table(source.table).to_df(), []
@@ -171,9 +187,15 @@ def new_columns(df: DataFrame, table: Table, target: TargetConfig, config: Pipel
     return {name: kind for name, kind in mapped.items() if name.lower() not in have and name not in feed}
 
 
-def prepare(lake: Lakehouse, config: PipelineConfig, batch_id: str, metrics: RunMetrics) -> DataFrame:
+def prepare(
+    lake: Lakehouse,
+    config: PipelineConfig,
+    batch_id: str,
+    metrics: RunMetrics,
+    changes: tuple[int, int] | None = None,
+) -> DataFrame:
     """The batch evaluated once: mapped, checked, reduced to one change per key when it is a change feed."""
-    raw, files = read_source(lake, config, batch_id)
+    raw, files = read_source(lake, config, batch_id, changes)
     where = config.source.where_for(batch_id)
     if where:
         raw = changefeed.filter_rows(raw, where, "[source].where")
@@ -280,7 +302,8 @@ def run(
         metrics.debt_before = {name: _debt(t) for name, t in tables.items()}
         with metrics.phase("read"):
             progress("reading the batch")
-            rows = prepare(lake, config, batch, metrics)
+            read_range = feed_range(lake, config, tx.begin_version)
+            rows = prepare(lake, config, batch, metrics, read_range)
         try:
             for target in config.targets:
                 with metrics.phase("merge"):
@@ -297,7 +320,8 @@ def run(
             release(rows)
         with metrics.phase("commit"):
             progress("committing")
-            tx.mark_batch(config.id, batch)
+            source = None if read_range is None else {"table": config.source.table, "version": read_range[1]}
+            tx.mark_batch(config.id, batch, source)
             try:
                 version = tx.commit()
             except BatchAlreadyCommittedError as exc:
@@ -330,7 +354,7 @@ def validate(lake: Lakehouse, config: PipelineConfig, batch_id: str | None = Non
     metrics = RunMetrics(config.id, batch, status="validated")
     tables = target_tables(lake, config)
     with metrics.phase("read"):
-        rows = prepare(lake, config, batch, metrics)
+        rows = prepare(lake, config, batch, metrics, feed_range(lake, config, lake.version))
     try:
         for target in config.targets:
             table = tables[target.table]
@@ -351,7 +375,7 @@ def explain(lake: Lakehouse, config: PipelineConfig, batch_id: str | None = None
     batch = batch_of(config, batch_id)
     metrics = RunMetrics(config.id, batch)
     tables = target_tables(lake, config)
-    rows = prepare(lake, config, batch, metrics)
+    rows = prepare(lake, config, batch, metrics, feed_range(lake, config, lake.version))
     plans = {}
     try:
         for target in config.targets:
