@@ -75,8 +75,12 @@ lint: install
 TEST_WORKERS ?= 2
 FAST_PYTEST := -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=40
 
-test: install install4 install-connect lint
-	$(PY) -m pytest $(FAST_PYTEST) -m "not slow and not s3 and not connect"
+# The pyspark 4.x and Spark Connect venvs install (network and disk) while the fast suite runs (CPU);
+# their log is printed if they fail.
+test: install lint
+	( $(MAKE) --no-print-directory install4 install-connect > .install-extra.log 2>&1; echo $$? > .install-extra.rc ) & \
+	$(PY) -m pytest $(FAST_PYTEST) -m "not slow and not s3 and not connect"; suite=$$?; wait; \
+	if [ "$$(cat .install-extra.rc)" != 0 ]; then cat .install-extra.log; exit 1; fi; exit $$suite
 	$(SPARK4_ENV) $(PY4) -m pytest -q -p no:cacheprovider -m "not slow and not s3 and not connect" -k "$(SPARK4_K)" $(SPARK4_SUBSET)
 	$(CONNECT_ENV) $(PYC) -m pytest -q -p no:cacheprovider -m connect tests/connect -k smoke
 

@@ -3,8 +3,10 @@
 Creates ``db.store_sales`` (SF 0.1 by default, ``bucket(16, ss_ticket_number)``) in the demo lake,
 writes change batches (updates, inserts, deletes, some events delivered twice) where
 ``conf/store_sales_pipeline.toml`` reads them, then runs the ``rowops`` command line: batch 1, batch 1
-again (a no-op: the batch is recorded in the lake log), batch 2, ``describe`` (files and debt after
-maintenance) and ``history``. Every command is the one a scheduler would run; here they share one
+again (a no-op: the batch is recorded in the lake log), the chained gold pipeline
+(``conf/store_sales_gold.toml``: the change feed of ``db.store_sales`` into ``db.store_sales_gold``),
+batch 2, gold again, ``describe`` (files and debt after maintenance), ``history`` and the gold table's
+change feed; it checks that gold holds exactly silver's rows. Every command is the one a scheduler would run; here they share one
 Spark application to save start-ups.
 """
 
@@ -17,12 +19,16 @@ from pathlib import Path
 import click
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 import rowops
 from rowops.cli import app
 from rowops.pipeline import load_config
 from tpcds.batches import ITEM, KEY_COLUMNS, TICKET, upsert_batch
 from tpcds.datagen import generate_store_sales
+
+GOLD = "db.store_sales_gold"
+GOLD_COLUMNS = (TICKET, ITEM, "ss_quantity", "ss_net_paid")
 
 
 def change_batch(store_sales: DataFrame, number: int) -> DataFrame:
@@ -51,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sf", type=float, default=0.1)
     parser.add_argument("--data", default="data/tpcds")
     parser.add_argument("--config", default="conf/store_sales_pipeline.toml")
+    parser.add_argument("--gold", default="conf/store_sales_gold.toml")
     args = parser.parse_args(argv)
 
     config = load_config(args.config)
@@ -71,13 +78,26 @@ def main(argv: list[str] | None = None) -> int:
         assert path is not None
         if not Path(path).exists():  # resolved here: the JVM's working directory may differ from Python's
             change_batch(store_sales, number).write.parquet(str(Path(path).resolve()))
+    if GOLD not in lake.catalog.log.latest():
+        columns = [f for f in store_sales.schema.fields if f.name in GOLD_COLUMNS]
+        lake.create_table(GOLD, StructType(columns), identifier=list(KEY_COLUMNS))
     lake_args = ["--lake", args.lake]
     codes = [run_cli([*lake_args, "tables"])]
-    for batch in (batches[0], batches[0], batches[1]):  # batch 1 twice: the second run is a no-op
+    for batch in (batches[0], batches[0]):  # batch 1 twice: the second run is a no-op
         codes.append(run_cli([*lake_args, "pipeline", "run", args.config, "--batch-id", batch]))
+    codes.append(run_cli([*lake_args, "pipeline", "run", args.gold, "--batch-id", "gold-0001"]))
+    codes.append(run_cli([*lake_args, "pipeline", "run", args.config, "--batch-id", batches[1]]))
+    codes.append(run_cli([*lake_args, "pipeline", "run", args.gold, "--batch-id", "gold-0002"]))
     codes.append(run_cli([*lake_args, "describe", "db.store_sales"]))
     codes.append(run_cli([*lake_args, "history"]))
-    return max(codes)
+    lake = rowops.Lakehouse(args.lake)
+    feed = lake.table(GOLD).changes(start=lake.version - 1).groupBy("_change_type").count().collect()
+    print(f"\nthe change feed of {GOLD}'s last batch: {sorted((r[0], r[1]) for r in feed)}", flush=True)
+    silver = lake.table("db.store_sales").to_df().select(*GOLD_COLUMNS)
+    gold = lake.table(GOLD).to_df().select(*GOLD_COLUMNS)
+    differ = silver.exceptAll(gold).count() + gold.exceptAll(silver).count()
+    print(f"\ngold {GOLD} vs silver db.store_sales: {differ} rows differ", flush=True)
+    return max([*codes, 1 if differ else 0])
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -103,7 +104,8 @@ def changes(
                 raise InvalidInputError(
                     "--format parquet needs --out DIR", help="Pass --out DIR; nothing was written."
                 )
-            df.write.mode("errorifexists").parquet(out)  # the rows go from the executors to the files
+            target = out if "://" in out else str(Path(out).resolve())  # Spark's working directory may differ
+            df.write.mode("errorifexists").parquet(target)  # the rows go from the executors to the files
             state.emit({"table": table, "out": out}, lambda: [f"changes of {table} written to {out}"])
             return
         if fmt not in ("table", "json"):

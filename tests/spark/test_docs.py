@@ -102,7 +102,16 @@ def check_sql(ns: Namespace, lake_dir: Path, spark) -> None:  # type: ignore[no-
     }
 
 
+def check_changes(ns: Namespace, lake_dir: Path, spark) -> None:  # type: ignore[no-untyped-def]
+    orders = _cold(lake_dir, spark)
+    expected = {2: "paid", 3: "open", 4: "open", 5: "open", 6: "open"}
+    assert {r["id"]: r["status"] for r in orders.to_df().collect()} == expected
+    assert {r["id"]: r["status"] for r in read_duckdb(orders.metadata_location).to_pylist()} == expected
+    assert (lake_dir.parent / "feed").is_dir()  # the parquet written by `rowops changes --format parquet`
+
+
 CHECKS: dict[str, Callable[[Namespace, Path, Any], None]] = {
+    "changes.md": check_changes,
     "merge.md": check_merge,
     "transactions.md": check_transactions,
     "maintenance.md": check_maintenance,

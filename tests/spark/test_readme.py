@@ -99,5 +99,12 @@ def test_readme_first_pipeline_runs_as_written(fresh_clone: Path) -> None:
     lake = rowops.Lakehouse(fresh_clone / "lake-pipeline", create=False)  # cold
     assert [c.batch for c in lake.history() if c.batch] == [
         "store_sales_changes/batch-0001",
+        "store_sales_gold/gold-0001",
         "store_sales_changes/batch-0002",
+        "store_sales_gold/gold-0002",
     ]
+    chained = PIPELINES.read_text().split("## Chained pipelines", 1)[1].split("\n## ", 1)[0]
+    for line in chained.splitlines():
+        if line.startswith("$ rowops "):
+            result = runner.invoke(app, shlex.split(line[2:])[1:])
+            assert result.exit_code == 0, (line, result.output)
