@@ -18,11 +18,11 @@ SPARK4_ENV := PYTHONPATH=$(CURDIR) PYSPARK_PYTHON=$(abspath $(PY4)) ROWOPS_SKIP_
 CONNECT_ENV := PYTHONPATH=$(CURDIR) ROWOPS_CONNECT_SERVER_PYTHON=$(abspath $(PY4))
 # the pyspark 4.x subset of `make test` (the full 4.x suite is `make test-spark4`): the compat layer, and
 # the behaviour suite's position-delete cases on a local lake (Connect covers every strategy), and the SQL
-# text smoke pass (tests/sql_smoke.py)
-SPARK4_SUBSET ?= tests/spark/test_compat.py tests/spark/test_behaviour.py tests/spark/test_sql.py
-SPARK4_K ?= compat or (position-delete and not test_sql) or sql_smoke
+# text smoke pass (tests/sql_smoke.py), and a change feed (test_feed_columns_and_their_types)
+SPARK4_SUBSET ?= tests/spark/test_compat.py tests/spark/test_behaviour.py tests/spark/test_sql.py tests/spark/test_change_feed.py
+SPARK4_K ?= compat or (position-delete and not test_sql) or sql_smoke or test_feed_columns
 
-.PHONY: install install4 install-connect run pipeline-demo test test-s3 test-spark4 test-connect test-slow test-crash test-cluster test-all lint bench bench-cases bench-cases-sf10 bench-log bench-conflicts bench-manifests bench-metadata clean
+.PHONY: install install4 install-connect run pipeline-demo test test-s3 test-spark4 test-connect test-slow test-crash test-cluster test-all lint bench bench-cases bench-cases-sf10 bench-log bench-changes bench-conflicts bench-manifests bench-metadata clean
 
 install: $(STAMP)
 
@@ -141,6 +141,10 @@ bench-log: install
 METADATA_BENCH_ARGS ?=
 bench-metadata: install
 	$(PY) -m tpcds.metadata_scale --out tpcds/results $(METADATA_BENCH_ARGS)
+
+# the change feed of one Case 2 batch per encoding vs the naive diff and the touched files (issue 45)
+bench-changes: install
+	$(PY) -m tpcds.bench_changes --sf 1 --out tpcds/results
 
 # false aborts of row- vs file-level conflict detection on racing updates (tpcds/false_aborts.py)
 bench-conflicts: install

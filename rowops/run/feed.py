@@ -24,6 +24,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 
 from rowops.catalog.expired import check_offered
+from rowops.catalog.log import LakeVersion
 from rowops.catalog.tables import TableCatalog
 from rowops.errors import InvalidInputError, SnapshotExpiredError
 from rowops.exec.checks.expressions import check_condition
@@ -72,7 +73,7 @@ def table_changes(
     net: bool = False,
 ) -> DataFrame:
     """The change feed of ``table`` (``Table.changes``)."""
-    commits = feed_commits(table, start, end, start_snapshot_id, end_snapshot_id)
+    commits = feed_commits(table, start, end, start_snapshot_id, end_snapshot_id, net)
     if net and commits:
         last = commits[-1]
         commits = [FeedCommit(commits[0].before, last.after, last.version, last.timestamp_ms)]
@@ -133,10 +134,12 @@ def feed_commits(
     end: Bound = None,
     start_snapshot_id: int | None = None,
     end_snapshot_id: int | None = None,
+    net: bool = False,
 ) -> list[FeedCommit]:
-    """The commits of a range given in lake versions / timestamps or in snapshot ids."""
+    """The commits of a range given in lake versions / timestamps or in snapshot ids (``net``: at most
+    one, from the range's first state to its last)."""
     if start_snapshot_id is None and end_snapshot_id is None:
-        return list(_version_commits(table, start, end))
+        return list(_version_commits(table, start, end, net))
     if start is not None or end is not None:
         raise InvalidInputError(
             "A range is given in lake versions or timestamps (start=, end=) or in snapshot ids "
@@ -193,7 +196,7 @@ def _pairing_keys(schema: Schema, commits: list[FeedCommit]) -> list[str]:
 
 
 # -- ranges over lake versions ----------------------------------------------------------------------
-def _version_commits(table: TableTarget, start: Bound, end: Bound) -> Iterator[FeedCommit]:
+def _version_commits(table: TableTarget, start: Bound, end: Bound, net: bool = False) -> Iterator[FeedCommit]:
     catalog = table.lake.catalog
     if not isinstance(catalog, TableCatalog):
         raise InvalidInputError(
@@ -209,6 +212,9 @@ def _version_commits(table: TableTarget, start: Bound, end: Bound) -> Iterator[F
         )
     name = table.name
     previous = _state_at(catalog, name, catalog.log.read(first)) if first > 0 else TableState(None, None)
+    if net:
+        yield from _net_commit(catalog, name, previous, catalog.log.read(last))
+        return
     for version in catalog.log.history(first + 1, last + 1):
         entry = version.get(name)
         state = _state_at(catalog, name, version)
@@ -226,6 +232,26 @@ def _version_commits(table: TableTarget, start: Bound, end: Bound) -> Iterator[F
         if state.snapshot_id != previous.snapshot_id:
             yield FeedCommit(previous, state, version.version, version.timestamp_ms)
         previous = state
+
+
+def _net_commit(
+    catalog: TableCatalog, name: str, before: TableState, last: LakeVersion
+) -> Iterator[FeedCommit]:
+    """The one commit of a net feed: the range's first state to its last (the states in between are
+    not read, so history expired in between does not matter)."""
+    after = _state_at(catalog, name, last)
+    if after.metadata is None:
+        raise InvalidInputError(
+            f"Table {name} does not exist at lake version {last.version}, the end of the range",
+            help="End the range at a version that has the table (lake.history()); nothing was read.",
+        )
+    if before.metadata is not None and before.uuid != after.uuid:
+        raise InvalidInputError(
+            f"Table {name} was dropped and created again inside the range: a change feed follows one table",
+            help="Start the range after the table was created again (lake.history()); nothing was read.",
+        )
+    if before.snapshot_id != after.snapshot_id:
+        yield FeedCommit(before, after, last.version, last.timestamp_ms)
 
 
 def _version(catalog: TableCatalog, bound: Bound, default: int, newest: int) -> int:
@@ -246,8 +272,8 @@ def _version(catalog: TableCatalog, bound: Bound, default: int, newest: int) -> 
     return bound
 
 
-def _state_at(catalog: TableCatalog, name: str, version: object) -> TableState:
-    entry = version.get(name)  # type: ignore[attr-defined]
+def _state_at(catalog: TableCatalog, name: str, version: LakeVersion) -> TableState:
+    entry = version.get(name)
     if entry is None:
         return TableState(None, None)
     metadata = catalog.read_metadata(entry.metadata_location)

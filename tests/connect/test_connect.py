@@ -1,9 +1,11 @@
 """rowops from a thin Spark Connect client (no JVM, no Py4J, rowops not installed on the server):
-MERGE with every strategy, UPDATE and DELETE, checked by DuckDB and PyIceberg (same local disk)."""
+MERGE with every strategy, UPDATE and DELETE, checked by DuckDB and PyIceberg (same local disk); the
+change feed on S3."""
 
 from __future__ import annotations
 
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -72,6 +74,23 @@ def test_smoke_s3_lake_from_connect_client(spark: SparkSession, s3: S3Server) ->
     assert checked["duckdb"] == "ok" and len(lake.history()) == 5
     bucket_keys = s3.keys(table.metadata_location.split("/")[2])
     assert any("/data/" in key and key.endswith(".parquet") for key in bucket_keys)  # written by S3A
+    # the change feed (issue 45) over Connect on S3: net, from the created table to the end
+    initial = {k: str(k) for k in range(12)}
+    final = {k: s for k, (_, s) in expected.items()}
+    want = Counter(
+        [("delete", k, initial[k]) for k in initial if k not in final]
+        + [("insert", k, final[k]) for k in final if k not in initial]
+        + [
+            (t, k, v)
+            for k in initial.keys() & final.keys()
+            if initial[k] != final[k]
+            for t, v in (("update_preimage", initial[k]), ("update_postimage", final[k]))
+        ]
+    )
+    net = lake.table("db.t").changes(start=1, net=True).collect()
+    assert Counter((r["_change_type"], r["k"], r["s"]) for r in net) == want
+    per_commit = lake.table("db.t").changes(start=1).select("_commit_version").distinct().collect()
+    assert sorted(r[0] for r in per_commit) == [2, 3, 4, 5]
 
 
 def test_server_python_cannot_import_rowops(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ time travel by timestamp. A mixin of ``LakeMachine``: every rule runs through it
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
 import rowops
-from rowops.errors import InvalidRefError, NotFastForwardError
+from rowops.errors import InvalidInputError, InvalidRefError, NotFastForwardError
 from rowops.pipeline import parse_config, runner
 from tests.spark import lake_model as m
 from tests.spark.lake_checks import check_version
@@ -23,6 +24,24 @@ TABLES = ("db.a", "db.b")
 BATCHES = ("b1", "b2", "b3")
 PIPELINE = "model"
 live = precondition(lambda self: self.active)
+
+
+def feed_diff(old: m.Rows, new: m.Rows) -> Counter[tuple[str, m.Row]]:
+    """The net changes from rows ``old`` to ``new`` by key (the first column), as the feed names them."""
+    before, after = {r[0]: r for r in old}, {r[0]: r for r in new}
+    out: Counter[tuple[str, m.Row]] = Counter()
+    for key in before.keys() | after.keys():
+        was, now = before.get(key), after.get(key)
+        if was == now:
+            continue
+        if was is None:
+            out[("insert", now)] += 1  # type: ignore[index]
+        elif now is None:
+            out[("delete", was)] += 1
+        else:
+            out[("update_preimage", was)] += 1
+            out[("update_postimage", now)] += 1
+    return out
 
 
 def pipeline_config(sources: Path, strategy: str) -> Any:
@@ -42,6 +61,7 @@ class LifecycleRules:
     model: m.LakeModel
     batch_changes: dict[str, tuple[tuple[int, ...], int]]
     partitioned: set[str]
+    recreated: dict[str, list[int]]  # table -> lake versions that created it anew (drop_table)
 
     def observe(self, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError
@@ -169,8 +189,41 @@ class LifecycleRules:
         self.partitioned.discard(name)
         self.observe(heads={name: rows}, columns={name: m.BASE_COLUMNS})
         self.reset_window(name)
+        self.recreated.setdefault(name, []).append(self.lake.version)
 
     # -- reads -----------------------------------------------------------------------------------
+    @live
+    @rule(name=st.sampled_from(TABLES), data=st.data())
+    def change_feed(self, name: str, data: st.DataObject) -> None:
+        """``table.changes(start=a, end=b, net=True)`` between two modelled versions equals the
+        difference of the model's rows of the table at them, by key (updates as pre/post images);
+        refused with a clear error when the table was created anew in between."""
+        lake = cold(self.root, self.spark)
+        offered = sorted(
+            v for v in self.model.versions if self.model.offered(v) and name in self.model.versions[v]
+        )
+        if not offered:
+            return
+        end = data.draw(st.sampled_from(offered))
+        start = data.draw(st.sampled_from([0, *(v for v in offered if v <= end)]))
+        after = self.model.versions[end][name]
+        before_state = self.model.versions[start].get(name) if start else None
+        old = (
+            m.widen(self.model.rows_at(name, before_state, before_state.head), len(after.columns))
+            if before_state
+            else ()
+        )
+        new = self.model.rows_at(name, after, after.head)
+        try:
+            feed = lake.table(name).changes(start=start, end=end, net=True).collect()
+        except InvalidInputError as refused:  # the same name, another table: only if created anew in between
+            assert "created again" in str(refused) and any(
+                start < v <= end for v in self.recreated.get(name, [])
+            )
+            return
+        got = Counter((r["_change_type"], tuple(r[c] for c in after.columns)) for r in feed)
+        assert got == feed_diff(old, new), (name, start, end)
+
     @live
     @rule(data=st.data())
     def read_at_time(self, data: st.DataObject) -> None:

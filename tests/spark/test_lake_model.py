@@ -92,6 +92,7 @@ class LakeMachine(LifecycleRules, RuleBasedStateMachine):
         self.model = m.LakeModel()
         self.batch_changes: dict[str, tuple[tuple[int, ...], int]] = {}
         self.partitioned: set[str] = set()
+        self.recreated: dict[str, list[int]] = {}
         self.trace: list[
             str
         ] = []  # the rules that committed, in order (printed with ROWOPS_LAKE_MODEL_VERBOSE)

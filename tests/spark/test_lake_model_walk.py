@@ -52,10 +52,14 @@ def test_a_walk_through_every_later_rule(spark: Any, java: Any, tmp_path: Path) 
         lambda: machine.layout("db.a", "sort"),
         lambda: machine.layout("db.a", "property"),
         lambda: machine.layout("db.a", "partition"),
+        lambda: machine.change_feed(
+            "db.a", Draws(machine.lake.version, first)
+        ),  # net, across every rule so far
         lambda: machine.drop_table("db.b", "register"),
         lambda: machine.statement("db.b", Op("upsert", (3,), 4, POS)),
         lambda: machine.drop_table("db.b", "recreate"),
         lambda: machine.statement("db.b", Op("delete-keys", (2,), 4, POS)),
+        lambda: machine.change_feed("db.b", Draws(machine.lake.version, first)),  # created anew: refused
         lambda: machine.read_at_time(Draws(first)),
         lambda: machine.lake_cleanup(),
         lambda: machine.remove_orphans("db.b"),  # the dropped table's files share the location
