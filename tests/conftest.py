@@ -40,6 +40,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     outside the behaviour suites, a test run once per write strategy runs one of them in the fast
     suite (:func:`rotate_strategies`)."""
     rotate_strategies(items)
+    rotate_families(items)
     longest_first(items)
     if java_oracle_available():
         return
@@ -55,6 +56,44 @@ def longest_first(items: list[pytest.Item]) -> None:
     when run with ``--no-loadscope-reorder``, as ``make test`` does)."""
     rank = {name: i for i, name in enumerate(LONGEST_FILES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+# Test families whose variants repeat one path at a high cost (measured: junit durations of the fast
+# suite): ``make test`` runs one variant of each (by a hash of the family's name, the same on every run),
+# ``make test-slow`` the others. In the behaviour suite a family is one test and one strategy: every
+# strategy still runs, on one of the table layouts.
+ROTATED_FAMILIES = {
+    "tests/spark/test_behaviour.py::test_upsert",
+    "tests/spark/test_behaviour_v3.py::test_upsert",
+    "tests/spark/test_concurrency.py::test_upserts_of_the_same_new_key_serializable",
+    "tests/spark/test_predicate_pruning.py::test_nulls_never_match_a_comparison",
+    "tests/spark/test_arrow_writes.py::test_equality_delete_files_by_key_type",
+    "tests/spark/test_optimizations.py::test_requested_copy_on_write_of_an_upsert_is_rewritten_by_key",
+    "tests/spark/test_optimizations.py::test_auto_paydown_clears_the_read_debt_of_every_candidate",
+    "tests/spark/test_optimizations.py::test_auto_copy_on_write_clears_paid_off_debt_of_partitions_it_does_not_touch",
+    "tests/spark/test_sql.py::test_sql_merge_gives_the_builders_table",
+    "tests/spark/test_transactions.py::test_two_transactions_inserting_the_same_new_key",
+    "tests/spark/test_arrow_writes.py::test_new_rows_of_plain_columns_are_written_in_arrow",
+    "tests/spark/test_column_defaults.py::test_merge_fills_write_defaults_and_keeps_initial_defaults",
+}
+
+
+def rotate_families(items: list[pytest.Item]) -> None:
+    """Mark ``slow`` all but one variant of each family of :data:`ROTATED_FAMILIES`."""
+    families: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        function = item.nodeid.split("[", 1)[0]
+        if function in ROTATED_FAMILIES and "slow" not in item.keywords:
+            strategy = _strategy_of(item) if item.path.name in FULL_MATRIX_FILES else None
+            storage = "s3" if "s3" in item.keywords else "local"  # test-s3 keeps its own variant
+            families.setdefault(f"{function}/{strategy}/{storage}", []).append(item)
+    for family, members in families.items():
+        function, strategy, _ = family.rsplit("/", 2)
+        spread = STRATEGY_NAMES.index(strategy) if strategy in STRATEGY_NAMES else 0  # a layout each
+        kept = sorted(m.nodeid for m in members)[(zlib.crc32(function.encode()) + spread) % len(members)]
+        for item in members:
+            if item.nodeid != kept:
+                item.add_marker(pytest.mark.slow)
 
 
 def _strategy_of(item: pytest.Item) -> str | None:
