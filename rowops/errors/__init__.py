@@ -118,3 +118,8 @@ __all__ = [
     "is_cleanable",
     "keep_files",
 ]
+
+for _name in __all__:  # one public home: tracebacks, reprs and docs name rowops.errors.X
+    _cls = globals()[_name]
+    if isinstance(_cls, type):
+        _cls.__module__ = __name__
