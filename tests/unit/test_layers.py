@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "rowops.statements",
             "rowops.functions",
             "rowops.table",
+            "rowops.table_evolution",
             "rowops.merge_builder",
         ),
     ),
