@@ -56,6 +56,7 @@ def change_silver(lake: rowops.Lakehouse, rng: random.Random, model: dict[int, s
         del model[k]
 
 
+@pytest.mark.slow  # two minutes; make test runs the chain through make pipeline-demo (test_readme.py)
 def test_a_chained_pipeline_applies_every_change_exactly_once(
     lake: rowops.Lakehouse, monkeypatch: pytest.MonkeyPatch
 ) -> None:
