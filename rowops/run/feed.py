@@ -33,7 +33,7 @@ from rowops.meta.evolution import schema_of
 from rowops.meta.files import TableFiles, live_files
 from rowops.meta.lineage import ROW_ID
 from rowops.meta.v3 import V3
-from rowops.plan.feed import file_diff, only_rewrites
+from rowops.plan.feed import FileDiff, file_diff, only_rewrites
 
 if TYPE_CHECKING:
     from rowops.exec.spark.frames import DataFrame
@@ -79,18 +79,12 @@ def table_changes(
         commits = [FeedCommit(commits[0].before, last.after, last.version, last.timestamp_ms)]
     schema = _schema(table, commits)
     keys = _pairing_keys(schema, commits)
-    spark, files = table.lake.spark, _FilesOf(table.lake.catalog.io)
-    parts = []
-    for ordinal, commit in enumerate(commits):
-        if _unchanged(commit):
-            continue
-        before, after = files.of(commit.before), files.of(commit.after)
-        diff = file_diff(before, after)
-        if not diff.empty:
-            rows = state_changes(spark, schema, before, after, diff, keys)
-            parts.append(
-                with_commit(rows, commit.version, commit.after.snapshot_id, commit.timestamp_ms, ordinal)
-            )
+    spark, parts = table.lake.spark, []
+    for ordinal, commit, before, after, diff in _commit_diffs(table, commits):
+        rows = state_changes(spark, schema, before, after, diff, keys)
+        parts.append(
+            with_commit(rows, commit.version, commit.after.snapshot_id, commit.timestamp_ms, ordinal)
+        )
     return union_commits(spark, schema, parts)
 
 
@@ -107,25 +101,35 @@ def appended_rows(
     ``changes()`` instead)."""
     commits = feed_commits(table, start, end, start_snapshot_id, end_snapshot_id)
     schema = _schema(table, commits)
-    spark, files = table.lake.spark, _FilesOf(table.lake.catalog.io)
     parts = []
-    for commit in commits:
-        if _unchanged(commit):
-            continue
-        before, after = files.of(commit.before), files.of(commit.after)
-        diff = file_diff(before, after)
+    for _, commit, _, after, diff in _commit_diffs(table, commits):
         if diff.removed or diff.redeleted:
-            where = f"lake version {commit.version}" if commit.version is not None else "the range"
+            at = f"lake version {commit.version}" if commit.version is not None else "the range"
             raise InvalidInputError(
-                f"Table {table.name}: the commit of snapshot {commit.after.snapshot_id} ({where}) deletes or "
+                f"Table {table.name}: the commit of snapshot {commit.after.snapshot_id} ({at}) deletes or "
                 "rewrites rows, so the range is not append-only",
                 help="Read every change of the range (inserts, deletes and updates) with table.changes() and the same range; "
                 "nothing was read.",
             )
         if diff.added:
             parts.append((after, diff.added))
-    rows = appended_rows_of(spark, schema, parts)
+    rows = appended_rows_of(table.lake.spark, schema, parts)
     return rows if where is None else rows.where(check_condition(rows, where, "to_df(where=...)"))
+
+
+def _commit_diffs(
+    table: TableTarget, commits: list[FeedCommit]
+) -> Iterator[tuple[int, FeedCommit, TableFiles, TableFiles, FileDiff]]:
+    """Each commit that may change rows, with its ordinal, its two states' files and the files that
+    differ (maintenance rewrites and commits whose files are the same are skipped unread)."""
+    files = _FilesOf(table.lake.catalog.io)
+    for ordinal, commit in enumerate(commits):
+        if _unchanged(commit):
+            continue
+        before, after = files.of(commit.before), files.of(commit.after)
+        diff = file_diff(before, after)
+        if not diff.empty:
+            yield ordinal, commit, before, after, diff
 
 
 def feed_commits(
