@@ -42,6 +42,7 @@ from rowops.meta.fileio import filesystem, list_files
 from rowops.meta.paths import join
 
 _CONFLICT_RETRIES = 20
+_READ_ATTEMPTS = 5
 PROBE_PREFIX = "_rowops/probe/"
 _probed: set[str] = set()  # lake roots whose store refused a second put-if-absent, this process
 _probe_lock = threading.Lock()
@@ -129,9 +130,21 @@ class S3Storage:
         raise OSError(f"PUT {join(self.root, key)} kept conflicting with concurrent writes")
 
     def read(self, key: str) -> bytes:
+        """The object's bytes. A GET is idempotent, so one that breaks off mid-stream (a 5xx or a reset
+        connection, which pyarrow's request retries do not cover once the body is streaming) is sent
+        again, up to :data:`_READ_ATTEMPTS` times; a missing key raises ``FileNotFoundError`` at once."""
         fs, path = filesystem(self.io, join(self.root, key))
-        with fs.open_input_stream(path) as stream:
-            return bytes(stream.read())
+        for attempt in range(1, _READ_ATTEMPTS + 1):
+            try:
+                with fs.open_input_stream(path) as stream:
+                    return bytes(stream.read())
+            except FileNotFoundError:
+                raise
+            except OSError:
+                if attempt == _READ_ATTEMPTS:
+                    raise
+                time.sleep(min(0.05 * 2**attempt, 1.0))
+        raise AssertionError("unreachable")
 
     def list(self, prefix: str) -> builtins.list[str]:
         base, _, _ = prefix.rpartition("/")

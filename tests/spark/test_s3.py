@@ -105,11 +105,20 @@ def test_concurrent_log_commits_are_serialized(s3) -> None:  # type: ignore[no-u
                 except rowops.catalog.log.VersionTaken:
                     continue
 
-    workers = [threading.Thread(target=commit_all, args=(w,)) for w in range(threads)]
+    failures: list[BaseException] = []
+
+    def run(worker: int) -> None:
+        try:
+            commit_all(worker)
+        except BaseException as exc:  # a thread's error must fail the test, not only warn
+            failures.append(exc)
+
+    workers = [threading.Thread(target=run, args=(w,)) for w in range(threads)]
     for t in workers:
         t.start()
     for t in workers:
         t.join()
+    assert not failures, failures
     log = LakeLog(root, storage(s3, root))
     assert log.versions() == list(range(1, per_thread * threads + 1))
     ids = [log.read(v).transaction["id"] for v in log.versions()]
@@ -117,6 +126,34 @@ def test_concurrent_log_commits_are_serialized(s3) -> None:  # type: ignore[no-u
     for w in range(threads):  # each thread's commits in its own order
         mine = [i for i in ids if i.startswith(f"{w}-")]
         assert mine == [f"{w}-{i}" for i in range(per_thread)]
+
+
+def test_a_read_broken_off_mid_stream_is_sent_again(s3, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A GET whose body breaks off (as moto's did once under CI load: ``INTERNAL_FAILURE ... Failed to
+    flush response stream``) is retried; a missing key is not."""
+    store = storage(s3)
+    store.put_if_absent("_rowops/log/1.json", b"first")
+    real = rowops.catalog.object_store.filesystem
+    broken: list[str] = []
+
+    class BreaksOnce:
+        def __init__(self, fs: object) -> None:
+            self.fs = fs
+
+        def open_input_stream(self, path: str) -> object:
+            if not broken:
+                broken.append(path)
+                raise OSError("AWS Error INTERNAL_FAILURE during GetObject operation: Failed to flush")
+            return self.fs.open_input_stream(path)  # type: ignore[attr-defined]
+
+    def breaking(io: object, key: str) -> tuple[object, str]:
+        fs, path = real(io, key)  # type: ignore[arg-type]
+        return BreaksOnce(fs), path
+
+    monkeypatch.setattr(rowops.catalog.object_store, "filesystem", breaking)
+    assert store.read("_rowops/log/1.json") == b"first" and len(broken) == 1
+    with pytest.raises(FileNotFoundError):
+        store.read("_rowops/log/2.json")
 
 
 def test_own_version_after_an_ambiguous_put_counts_as_committed(s3) -> None:  # type: ignore[no-untyped-def]
