@@ -18,9 +18,9 @@ SPARK4_ENV := PYTHONPATH=$(CURDIR) PYSPARK_PYTHON=$(abspath $(PY4)) ROWOPS_SKIP_
 CONNECT_ENV := PYTHONPATH=$(CURDIR) ROWOPS_CONNECT_SERVER_PYTHON=$(abspath $(PY4))
 # the pyspark 4.x subset of `make test` (the full 4.x suite is `make test-spark4`): the compat layer, and
 # the behaviour suite's position-delete cases on a local lake (Connect covers every strategy), and the SQL
-# text smoke pass (tests/sql_smoke.py), and a change feed (test_feed_columns_and_their_types)
-SPARK4_SUBSET ?= tests/spark/test_compat.py tests/spark/test_behaviour.py tests/spark/test_sql.py tests/spark/test_change_feed.py
-SPARK4_K ?= compat or (position-delete and not test_sql) or sql_smoke or test_feed_columns
+# text smoke pass (tests/sql_smoke.py), a change feed (test_feed_columns_and_their_types) and the named Spark jobs
+SPARK4_SUBSET ?= tests/spark/test_compat.py tests/spark/test_behaviour.py tests/spark/test_sql.py tests/spark/test_change_feed.py tests/spark/test_observability.py
+SPARK4_K ?= compat or (position-delete and not test_sql) or sql_smoke or test_feed_columns or named_grouped
 
 .PHONY: install install4 install-connect run pipeline-demo test test-s3 test-spark4 test-connect test-slow test-crash test-cluster test-all lint bench bench-cases bench-cases-sf10 bench-log bench-changes bench-conflicts bench-manifests bench-metadata clean
 

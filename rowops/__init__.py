@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from rowops import errors
 from rowops.errors import (
     CardinalityViolationError,
@@ -22,6 +24,8 @@ from rowops.request.results import HealthReport, MaintenanceResult, OperationRes
 from rowops.statements import sql
 from rowops.table import MergeBuilder, Table
 from rowops.transaction import Transaction
+
+logging.getLogger("rowops").addHandler(logging.NullHandler())  # silent unless the application logs
 
 __all__ = [
     "DEFAULT",

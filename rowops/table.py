@@ -25,7 +25,7 @@ from rowops.request.operations import (
     normalize_assignments,
 )
 from rowops.request.results import HealthReport, MaintenanceResult, OperationResult
-from rowops.run import maintenance, row_level
+from rowops.run import maintenance, retention, row_level
 from rowops.run.append import append_table
 from rowops.run.feed import appended_rows, table_changes
 from rowops.run.read import read_table
@@ -280,7 +280,7 @@ class Table(TableEvolution):
         """Minor compaction: merge the position-delete files of each data file into one (no data rewrite)."""
         started = time.perf_counter()
         return maintenance.run(
-            maintenance.prepare_compact_position_deletes(self), "compact_position_deletes", started
+            self, maintenance.prepare_compact_position_deletes(self), "compact_position_deletes", started
         )
 
     @checked_call
@@ -288,7 +288,7 @@ class Table(TableEvolution):
         """Replace every equality-delete file by position deletes of the rows it removes."""
         started = time.perf_counter()
         return maintenance.run(
-            maintenance.prepare_convert_equality_deletes(self), "convert_equality_deletes", started
+            self, maintenance.prepare_convert_equality_deletes(self), "convert_equality_deletes", started
         )
 
     @checked_call
@@ -305,7 +305,7 @@ class Table(TableEvolution):
         """
         started = time.perf_counter()
         prepared = maintenance.prepare_compact(self, where, max_bytes, target_file_size)
-        return maintenance.run(prepared, "compact", started)
+        return maintenance.run(self, prepared, "compact", started)
 
     @checked_call
     def rewrite_manifests(self) -> MaintenanceResult:
@@ -333,7 +333,7 @@ class Table(TableEvolution):
             retain_last: the newest snapshots of the main branch always kept (>= 1); None: the table's
                 ``history.expire.min-snapshots-to-keep`` (default 1).
         """
-        return maintenance.expire_snapshots(self, older_than, retain_last)
+        return retention.expire_snapshots(self, older_than, retain_last)
 
     @checked_call
     def remove_orphans(
@@ -347,7 +347,7 @@ class Table(TableEvolution):
         (``version-hint.text``) are never removed; a table registered from another catalog raises
         ``ForeignFilesError`` (its location is that catalog's: rowops cannot prove a file there unused).
         """
-        return maintenance.remove_orphans(self, older_than, dry_run)
+        return retention.remove_orphans(self, older_than, dry_run)
 
     def health(self) -> HealthReport:
         """The table's maintenance debt (delete files, deleted rows, small files, read overhead) and advice."""

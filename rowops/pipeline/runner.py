@@ -30,6 +30,7 @@ from rowops.errors import (
 )
 from rowops.exec.changes import changefeed
 from rowops.exec.reading.source import release
+from rowops.exec.spark.jobs import operation_jobs
 from rowops.exec.spark.literal_frames import sql_identifier
 from rowops.exec.spark.session import create_session
 from rowops.lakehouse import Lakehouse
@@ -287,8 +288,16 @@ def run(
     batch_id: str | None = None,
     progress: Progress = _quiet,
 ) -> RunMetrics:
-    """Run one batch; re-running a committed batch does nothing and says so (``status == "skipped"``)."""
+    """Run one batch; re-running a committed batch does nothing and says so (``status == "skipped"``).
+
+    Its Spark jobs are one job group (``rowops PIPELINE <id> batch <batch>``, ``exec/spark/jobs.py``).
+    """
     batch = batch_of(config, batch_id)
+    with operation_jobs(lake.spark, "PIPELINE", f"{config.id} batch {batch}"):
+        return _run(lake, config, batch, progress)
+
+
+def _run(lake: Lakehouse, config: PipelineConfig, batch: str, progress: Progress) -> RunMetrics:
     metrics = RunMetrics(config.id, batch)
     index = BatchIndex(lake.catalog.log)
     with _transaction(lake) as tx:

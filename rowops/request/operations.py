@@ -191,6 +191,11 @@ def normalize_assignments(assignments: Mapping[str, str]) -> tuple[tuple[str, st
     return pairs
 
 
+def verb(spec: OperationSpec) -> str:
+    """The operation's SQL verb: ``MERGE``, ``UPDATE`` or ``DELETE``."""
+    return "MERGE" if isinstance(spec, MergeSpec) else "UPDATE" if isinstance(spec, UpdateSpec) else "DELETE"
+
+
 def describe(spec: OperationSpec) -> str:
     """The operation as one line of SQL-like text (plan reports and error messages)."""
     if isinstance(spec, MergeSpec):

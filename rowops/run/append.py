@@ -13,9 +13,11 @@ from rowops.exec.checks.expressions import case_sensitive
 from rowops.exec.checks.operation import with_write_defaults
 from rowops.exec.checks.validation import check_source
 from rowops.exec.spark.job_errors import spark_errors
+from rowops.exec.spark.jobs import operation_jobs
 from rowops.exec.writing.write import Staging, staging, write_data
 from rowops.meta.files import data_files_from_parquet, live_files
 from rowops.request.results import OperationResult
+from rowops.run.reporting import log_operation
 from rowops.run.row_level import commit_changes
 
 if TYPE_CHECKING:
@@ -49,11 +51,17 @@ def append_table(table: TableTarget, df: DataFrame) -> OperationResult:
     started = time.perf_counter()
     loaded = table.load()
     files = live_files(loaded.metadata, table.lake.catalog.io)
-    with staging(loaded.metadata.location, table.lake.catalog.io) as stage, spark_errors("append"):
+    with (
+        operation_jobs(table.lake.spark, "APPEND", table.name),
+        staging(loaded.metadata.location, table.lake.catalog.io) as stage,
+        spark_errors("append"),
+    ):
         delta = append_delta(df, loaded.metadata, stage)
         committed = commit_changes(table, loaded, files, delta, stage)
     snapshot = committed.metadata.current_snapshot_id if committed else loaded.metadata.current_snapshot_id
     rows = sum(f.record_count for f in delta.added_data)
     added = len(delta.added_data)
     duration = time.perf_counter() - started
-    return OperationResult("append", snapshot, rows, 0, 0, added, 0, 0, duration, rows_written=rows)
+    result = OperationResult("append", snapshot, rows, 0, 0, added, 0, 0, duration, rows_written=rows)
+    log_operation("APPEND", table.name, result)
+    return result

@@ -15,20 +15,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from pyiceberg.manifest import DataFile, DataFileContent
-from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation
 
 from rowops.catalog.branches import BranchScope
-from rowops.catalog.retention import expire, remove_table_orphans
-from rowops.catalog.tables import LoadedTable, TableCatalog
+from rowops.catalog.tables import LoadedTable
 from rowops.catalog.views import PinnedView
 from rowops.commit.manifests import MergePolicy, mergeable
 from rowops.commit.row_delta import RowDelta
-from rowops.errors import CatalogFeatureError, InvalidInputError, ReadOnlyError, is_cleanable
+from rowops.errors import InvalidInputError, ReadOnlyError, is_cleanable
 from rowops.exec.checks.expressions import case_sensitive
 from rowops.exec.rewriting.maintenance import (
     deleted_positions,
@@ -37,24 +34,17 @@ from rowops.exec.rewriting.maintenance import (
     write_positions,
 )
 from rowops.exec.spark.job_errors import spark_errors
+from rowops.exec.spark.jobs import job_step, operation_jobs
 from rowops.exec.spark.session import operation_conf
 from rowops.exec.writing.write import Staging
 from rowops.maintenance.compaction import check_positive, partition_filter, plan_compaction, target_file_size
-from rowops.maintenance.expiry import (
-    ExpiryPlan,
-    check_gc_enabled,
-    check_retain_last,
-    cutoff_ms,
-    expiry_defaults,
-    plan_expiry,
-)
 from rowops.maintenance.health import health_report
 from rowops.maintenance.index import covered_targets, dangling_deletes
 from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.files import LiveFile, TableFiles, data_files_from_parquet, live_files
-from rowops.meta.paths import normalize_path
 from rowops.request.inputs import optional_sql
 from rowops.request.results import HealthReport, MaintenanceResult
+from rowops.run.reporting import log_maintenance
 
 if TYPE_CHECKING:
     from rowops.run.target import TableTarget
@@ -115,8 +105,13 @@ class PreparedRewrite:
         )
 
 
-def _nothing(operation: str, started: float) -> MaintenanceResult:
-    return MaintenanceResult(operation, None, duration_s=time.perf_counter() - started)
+def logged(table: TableTarget, result: MaintenanceResult) -> MaintenanceResult:
+    log_maintenance(table.name, result)
+    return result
+
+
+def nothing(table: TableTarget, operation: str, started: float) -> MaintenanceResult:
+    return logged(table, MaintenanceResult(operation, None, duration_s=time.perf_counter() - started))
 
 
 def require_live(table: TableTarget, operation: str) -> None:
@@ -148,7 +143,9 @@ def _prepare(table: TableTarget, operation: str, loaded: LoadedTable, write: _Wr
     """Run ``write`` in a fresh staging area, removed again if writing fails."""
     stage = Staging(loaded.metadata.location, table.lake.catalog.io)
     try:
-        with operation_conf(table.lake.spark), spark_errors(operation):
+        spark = table.lake.spark
+        with operation_conf(spark), operation_jobs(spark, operation, table.name), spark_errors(operation):
+            job_step("rewrite")
             return write(stage)
     except BaseException as exc:
         if is_cleanable(exc):
@@ -297,11 +294,14 @@ def prepare_compact(
     return _prepare(table, COMPACT, loaded, write)
 
 
-def run(prepared: PreparedRewrite | None, operation: str, started: float) -> MaintenanceResult:
+def run(
+    table: TableTarget, prepared: PreparedRewrite | None, operation: str, started: float
+) -> MaintenanceResult:
     """Commit a prepared rewrite, or report that there was nothing to do."""
     if prepared is None:
-        return _nothing(operation, started)
-    return replace(prepared.commit(), duration_s=time.perf_counter() - started)
+        return nothing(table, operation, started)
+    result = replace(prepared.commit(), duration_s=time.perf_counter() - started)
+    return logged(prepared.table, result)
 
 
 def rewrite_manifests(table: TableTarget) -> MaintenanceResult:
@@ -311,7 +311,7 @@ def rewrite_manifests(table: TableTarget) -> MaintenanceResult:
     loaded = table.load()
     files = live_files(loaded.metadata, table.lake.catalog.io)
     if not mergeable(files.manifests, MergePolicy.of(loaded.metadata.properties)):
-        return _nothing(REWRITE_MANIFESTS, started)
+        return nothing(table, REWRITE_MANIFESTS, started)
     delta = RowDelta(
         Operation.REPLACE,
         blind=True,
@@ -322,76 +322,19 @@ def rewrite_manifests(table: TableTarget) -> MaintenanceResult:
     committed = table.scope.commit_delta(loaded, files, delta)
     snapshot = committed.metadata.current_snapshot()
     after = snapshot.manifests(table.lake.catalog.io) if snapshot is not None else []
-    return MaintenanceResult(
-        REWRITE_MANIFESTS,
-        committed.metadata.current_snapshot_id,
-        files_read=len(files.manifests),
-        bytes_read=sum(int(m.manifest_length) for m in files.manifests),
-        files_written=sum(1 for m in after if m.added_snapshot_id == committed.metadata.current_snapshot_id),
-        files_removed=len(files.manifests) - len(after),
-        duration_s=time.perf_counter() - started,
-    )
-
-
-def _lake_catalog(table: TableTarget, operation: str) -> TableCatalog:
-    require_live(table, operation)
-    catalog = table.lake.catalog
-    if not isinstance(catalog, TableCatalog):
-        raise CatalogFeatureError(f"{operation} needs rowops' own lake log (table {table.name})")
-    return catalog
-
-
-def expire_snapshots(
-    table: TableTarget, older_than: datetime | timedelta | None = None, retain_last: int | None = None
-) -> MaintenanceResult:
-    """Expire snapshots and delete the files only they referenced (see ``Table.expire_snapshots``)."""
-    started = time.perf_counter()
-    check_retain_last(retain_last)
-    now = int(time.time() * 1000)
-    before = cutoff_ms(older_than, now)
-    catalog = _lake_catalog(table, "expire_snapshots")
-    loaded = table.load()
-    check_gc_enabled(loaded.metadata, "expire_snapshots", table.name)
-
-    def choose(metadata: TableMetadata) -> ExpiryPlan:
-        return plan_expiry(metadata, now, *expiry_defaults(metadata.properties, now, before, retain_last))
-
-    chosen = choose(loaded.metadata)
-    if not chosen.refs and not chosen.snapshots:
-        return _nothing("expire_snapshots", started)
-    done = expire(catalog, loaded, chosen, choose)
-    return MaintenanceResult(
-        "expire_snapshots",
-        done.committed.metadata.current_snapshot_id if done.snapshots else None,
-        files_removed=done.files_deleted,
-        bytes_removed=done.bytes_deleted,
-        duration_s=time.perf_counter() - started,
-        snapshots_expired=len(done.snapshots),
-    )
-
-
-def remove_orphans(table: TableTarget, older_than: timedelta, dry_run: bool = False) -> MaintenanceResult:
-    """Delete unreferenced files of the table older than ``older_than`` (see ``Table.remove_orphans``)."""
-    started = time.perf_counter()
-    if not isinstance(older_than, timedelta) or older_than < timedelta(0):
-        raise InvalidInputError(
-            f"older_than must be a timedelta >= 0, got {older_than!r}",
-            help="Files younger than the safety age may belong to a commit in flight: keep it at hours or "
-            "days (default 3 days). Nothing was changed.",
-        )
-    catalog = _lake_catalog(table, "remove_orphans")
-    metadata = table.load().metadata
-    check_gc_enabled(metadata, "remove_orphans", table.name)
-    location = normalize_path(metadata.location)
-    found = remove_table_orphans(catalog, table.name, location, older_than, dry_run)
-    return MaintenanceResult(
-        "remove_orphans",
-        None,
-        files_removed=found.orphans_removed,
-        bytes_removed=found.bytes_removed,
-        duration_s=time.perf_counter() - started,
-        dry_run=dry_run,
-        paths=tuple(f"{location}/{p}" for p in found.removed),
+    return logged(
+        table,
+        MaintenanceResult(
+            REWRITE_MANIFESTS,
+            committed.metadata.current_snapshot_id,
+            files_read=len(files.manifests),
+            bytes_read=sum(int(m.manifest_length) for m in files.manifests),
+            files_written=sum(
+                1 for m in after if m.added_snapshot_id == committed.metadata.current_snapshot_id
+            ),
+            files_removed=len(files.manifests) - len(after),
+            duration_s=time.perf_counter() - started,
+        ),
     )
 
 

@@ -32,6 +32,7 @@ from rowops.exec.reading.slicing import join_slices
 from rowops.exec.reading.source import release
 from rowops.exec.rewriting.keyed_rewrite import keyed_copy_on_write
 from rowops.exec.spark.job_errors import spark_errors
+from rowops.exec.spark.jobs import job_step, operation_jobs
 from rowops.exec.spark.session import operation_conf
 from rowops.exec.spark.stats import physical_plan
 from rowops.exec.writing import equality_writes, strategies
@@ -48,10 +49,11 @@ from rowops.plan.strategy import (
     equality_delete_specs,
     table_facts,
 )
-from rowops.request.operations import MergeSpec, OperationSpec, UpdateSpec, describe
+from rowops.request.operations import MergeSpec, OperationSpec, UpdateSpec, describe, verb
 from rowops.request.properties import isolation_level
 from rowops.request.results import OperationResult
 from rowops.run.planning import Planned, plan
+from rowops.run.reporting import log_operation
 
 if TYPE_CHECKING:
     from rowops.exec.spark.frames import DataFrame, SparkSession
@@ -126,6 +128,7 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
             check_keys(source, spec.on_columns, duplicates_allowed=not upsert)
         rows = planned.source_keys.rows if planned.source_keys else None
         specs, _ = equality_delete_specs(table_facts(planned.loaded.metadata, planned.files))
+        job_step("3/4: write equality deletes", EQUALITY_DELETE)
         written = equality_writes.equality_delete(ctx, source, spec.on_columns, upsert, specs, rows)
         return written, BLIND_UPSERT_COUNTS if upsert else BLIND_DELETE_COUNTS
     keyed = _rewrite_by_key(planned, ctx)
@@ -142,6 +145,7 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
             changes = replace(changes, removed=changes.removed.dropDuplicates())
             counts["delete"] = sum(summary.removed.values()) - counts["update"]
         new = counts["insert"] + counts["update"]
+        job_step(f"3/4: write {len(summary.removed)} changed files' rows")
         removed = removed_by_path(ctx, summary.removed)
         if planned.decision.strategy == COPY_ON_WRITE:
             clear = planned.rewritten_if_indebted
@@ -212,6 +216,15 @@ def _final_strategy(planned: Planned, groups: tuple[FileGroup, ...]) -> str:
     return names.pop() if len(names) == 1 else HYBRID if names else "position-delete"
 
 
+def _scan_step(planned: Planned) -> str:
+    """The second step's description: what is read of the target."""
+    if planned.whole_files is not None:
+        return f"2/4: drop {len(planned.whole_files.data)} whole files"
+    if planned.decision.strategy == EQUALITY_DELETE:
+        return "2/4: check the source's keys"
+    return f"2/4: scan {planned.report.files_scanned} of {planned.report.files_total} files"
+
+
 def execute(planned: Planned) -> OperationResult:
     """Execute a planned operation and commit it."""
     started = time.perf_counter()
@@ -221,10 +234,12 @@ def execute(planned: Planned) -> OperationResult:
         spark_errors(describe(planned.spec)),
     ):
         ctx = WriteContext(planned.table.lake.spark, planned.files, metadata, stage)
+        job_step(_scan_step(planned), planned.decision.strategy)
         written, counts = _encode(planned, ctx)
         groups = _groups(written, planned.files)
         strategy = _final_strategy(planned, groups)  # the result's and the snapshot summary's
         delta = _delta(written, planned, counts, strategy)
+        job_step("4/4: commit", strategy)
         committed = commit_changes(planned.table, planned.loaded, planned.files, delta, stage)
         if committed is None:
             stage.discard()
@@ -263,18 +278,23 @@ def _rows_written(counts: dict[str, int | None], delta: RowDelta) -> int:
 def run(table: TableTarget, spec: OperationSpec, source: DataFrame | None, strategy: str) -> OperationResult:
     """Plan, execute and commit one operation on ``table``."""
     started = time.perf_counter()
-    with operation_conf(table.lake.spark):
+    spark = table.lake.spark
+    with operation_conf(spark), operation_jobs(spark, verb(spec), table.name):
+        job_step("1/4: plan")
         planned = plan(table, spec, source, strategy)
         try:
             result = execute(planned)
         finally:
             release(planned.source)
-    return replace(result, duration_s=time.perf_counter() - started)
+    result = replace(result, duration_s=time.perf_counter() - started)
+    log_operation(verb(spec), table.name, result, planned.decision.reason)
+    return result
 
 
 def explain(table: TableTarget, spec: OperationSpec, source: DataFrame | None, strategy: str) -> str:
     """The plan of an operation, with Spark's physical plan of its join; nothing is written."""
-    with operation_conf(table.lake.spark):
+    spark = table.lake.spark
+    with operation_conf(spark), operation_jobs(spark, f"EXPLAIN {verb(spec)}", table.name):
         planned = plan(table, spec, source, strategy)
         try:
             joins = planned.whole_files is None and planned.key_codec is None  # by key: no join

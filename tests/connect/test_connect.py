@@ -120,3 +120,32 @@ def test_smoke_sql_from_connect_client(spark: SparkSession, tmp_path: Path) -> N
     lake = rowops.Lakehouse(tmp_path / "lake", spark=spark)
     checked = sql_smoke(lake)
     assert checked["duckdb"] == "ok"
+
+
+def test_smoke_jobs_tagged_from_connect_client(spark: SparkSession, tmp_path: Path) -> None:
+    """A Connect client cannot name a job, but it can tag it (issue 46): the operation's jobs carry
+    ``rowops`` and the operation's tag, and the client's own tags are as before afterwards."""
+    lake = rowops.Lakehouse(tmp_path / "lake", spark=spark)
+    table = lake.create_table("db.t", spark.range(10).selectExpr("id AS k", "'a' AS s"), identifier=["k"])
+    seen = tmp_path / "seen"
+    seen.mkdir()
+
+    def record(batches):  # type: ignore[no-untyped-def]
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        tags = (context.getLocalProperty("spark.job.tags") or "") if context else ""
+        (seen / f"{context.partitionId() if context else 0}.txt").write_text(tags)
+        yield from batches
+
+    spark.addTag("client-tag")
+    try:
+        source = spark.range(5, 15).selectExpr("id AS k", "'b' AS s").mapInArrow(record, "k long, s string")
+        rowops.merge(source, table, on=["k"], strategy="position-delete")
+        assert spark.getTags() == {"client-tag"}
+    finally:
+        spark.clearTags()
+    tags = {t for f in seen.iterdir() for t in f.read_text().split(",") if t}
+    assert any(t.endswith("rowops") for t in tags), tags
+    assert any("rowops-merge-db.t-" in t for t in tags), tags
+    assert any(t.endswith("client-tag") for t in tags), tags

@@ -4,6 +4,7 @@ page, its tables are read cold (a fresh ``Lakehouse``) and, where it says what a
 
 from __future__ import annotations
 
+import logging
 import shlex
 import sys
 from collections.abc import Callable
@@ -110,6 +111,12 @@ def check_changes(ns: Namespace, lake_dir: Path, spark) -> None:  # type: ignore
     assert (lake_dir.parent / "feed").is_dir()  # the parquet written by `rowops changes --format parquet`
 
 
+def check_observability(ns: Namespace, lake_dir: Path, spark) -> None:  # type: ignore[no-untyped-def]
+    orders = _cold(lake_dir, spark)
+    assert {r["id"]: r["status"] for r in orders.to_df().collect()} == {1: "open", 2: "paid", 3: "open"}
+    assert logging.getLogger("rowops.operations").isEnabledFor(logging.INFO)
+
+
 CHECKS: dict[str, Callable[[Namespace, Path, Any], None]] = {
     "changes.md": check_changes,
     "merge.md": check_merge,
@@ -117,6 +124,7 @@ CHECKS: dict[str, Callable[[Namespace, Path, Any], None]] = {
     "maintenance.md": check_maintenance,
     "evolution.md": check_evolution,
     "sql.md": check_sql,
+    "observability.md": check_observability,
 }
 RUN_PAGES = sorted(p.name for p in GUIDE.glob("*.md") if any(b.reason_not_run is None for b in blocks(p)))
 
@@ -138,7 +146,11 @@ def page_dir(spark, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
     """An empty working directory; the session settings and log level the CLI changes are put back."""
     monkeypatch.chdir(tmp_path)
     partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    root, rowops_logger = logging.getLogger(), logging.getLogger("rowops")
+    handlers, level = list(root.handlers), root.level  # a page may configure logging
     yield tmp_path
+    root.handlers[:], root.level = handlers, level
+    rowops_logger.setLevel(logging.NOTSET)
     spark.conf.set("spark.sql.shuffle.partitions", partitions)
     use_log_level("ERROR")
 

@@ -1,0 +1,155 @@
+"""Spark jobs that say what they are: a description, a job group and tags per rowops operation.
+
+Inside :func:`operation_jobs`, every Spark job the calling thread starts (and the driver threads it
+hands work to, ``compat.thread_target``) carries:
+
+* the job description ``rowops MERGE db.orders [position-delete] 2/4: scan 12 of 340 files``: the
+  operation, the table, the encoding once chosen, and the step, updated by :func:`job_step`;
+* the job group :attr:`OperationJobs.group` (``rowops-<operation>-<id>``), so that
+  ``spark.sparkContext.cancelJobGroup(group)`` cancels the operation's jobs, which a failed
+  operation answers by leaving every table as it was;
+* the tags :data:`ROWOPS_TAG` (every rowops job) and :attr:`OperationJobs.tag` (this operation),
+  added to the caller's own: ``sc.cancelJobsWithTag`` on classic Spark, ``spark.interruptTag`` on
+  Spark Connect.
+
+The caller's description, group and tags are restored when the block ends, failed or not. Spark has
+one job group per thread, so the caller's group is replaced while the operation runs (its tags are
+kept: a tag is the way to reach rowops' jobs from an outer scope). Spark Connect has tags only: a
+client cannot set a job's description or group, so there the tags carry the operation and the step
+is not shown.
+
+>>> describe_jobs("MERGE", "db.orders", "position-delete", "2/4: scan 12 of 340 files")
+'rowops MERGE db.orders [position-delete] 2/4: scan 12 of 340 files'
+>>> describe_jobs("compact", "db.t", None, "")
+'rowops compact db.t'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from pyspark.sql import SparkSession
+
+from rowops.exec.spark.compat import is_connect
+
+ROWOPS_TAG = "rowops"
+_DESCRIPTION = "spark.job.description"
+_GROUP = "spark.jobGroup.id"
+_INTERRUPT = "spark.job.interruptOnCancel"
+_local = threading.local()  # the calling thread's innermost OperationJobs
+
+
+def describe_jobs(operation: str, table: str, encoding: str | None, step: str) -> str:
+    """The description of an operation's Spark jobs."""
+    text = f"rowops {operation} {table}"
+    if encoding:
+        text += f" [{encoding}]"
+    return f"{text} {step}" if step else text
+
+
+def _tag_part(text: str) -> str:
+    """``text`` as part of a Spark job tag (no commas; short, lower case).
+
+    >>> _tag_part("MERGE db.Orders, x")
+    'merge-db.orders-x'
+    """
+    return re.sub(r"[^a-z0-9._]+", "-", text.lower()).strip("-")[:80]
+
+
+@dataclass
+class OperationJobs:
+    """The Spark jobs of one operation on one table (see the module's docstring)."""
+
+    spark: SparkSession
+    operation: str
+    table: str
+    encoding: str | None = None
+    step: str = ""
+    group: str = ""
+    tag: str = ""
+    _saved: dict[str, str | None] = field(default_factory=dict, repr=False)
+
+    @property
+    def description(self) -> str:
+        return describe_jobs(self.operation, self.table, self.encoding, self.step)
+
+    def _apply(self) -> None:
+        if not is_connect(self.spark):
+            self.spark.sparkContext.setLocalProperty(_DESCRIPTION, self.description)
+
+
+def current_jobs() -> OperationJobs | None:
+    """The calling thread's innermost operation scope, if any."""
+    return getattr(_local, "jobs", None)
+
+
+@contextlib.contextmanager
+def operation_jobs(spark: SparkSession, operation: str, table: str) -> Iterator[OperationJobs]:
+    """Name, group and tag every Spark job the block starts as ``operation`` on ``table``.
+
+    A scope nested in another one of this thread (a statement's write inside a pipeline batch)
+    keeps the outer group, adds its own tag and describes its own jobs.
+    """
+    outer = current_jobs()
+    key = uuid.uuid4().hex[:12]
+    jobs = OperationJobs(spark, operation, table, group=f"rowops-{_tag_part(operation)}-{key}")
+    jobs.tag = f"rowops-{_tag_part(operation)}-{_tag_part(table)}-{key}"
+    if outer is not None:
+        jobs.group = outer.group
+    _enter(jobs, set_group=outer is None)
+    _local.jobs = jobs
+    try:
+        yield jobs
+    finally:
+        _local.jobs = outer
+        _leave(jobs, restore_group=outer is None)
+
+
+def job_step(step: str, encoding: str | None = None) -> None:
+    """Describe the calling thread's next Spark jobs as ``step`` of its operation (and, once chosen,
+    its ``encoding``); nothing outside :func:`operation_jobs`."""
+    jobs = current_jobs()
+    if jobs is None:
+        return
+    jobs.step = step
+    if encoding is not None:
+        jobs.encoding = encoding
+    jobs._apply()
+
+
+def _enter(jobs: OperationJobs, set_group: bool) -> None:
+    spark = jobs.spark
+    if is_connect(spark):
+        for tag in (ROWOPS_TAG, jobs.tag):
+            spark.addTag(tag)
+        return
+    sc = spark.sparkContext
+    jobs._saved = {k: sc.getLocalProperty(k) for k in (_DESCRIPTION, _GROUP, _INTERRUPT)}
+    jobs._saved["had_rowops_tag"] = "1" if ROWOPS_TAG in sc.getJobTags() else None
+    if set_group:
+        sc.setJobGroup(jobs.group, jobs.description, interruptOnCancel=False)
+    for tag in (ROWOPS_TAG, jobs.tag):
+        sc.addJobTag(tag)
+    jobs._apply()
+
+
+def _leave(jobs: OperationJobs, restore_group: bool) -> None:
+    spark = jobs.spark
+    if is_connect(spark):
+        spark.removeTag(jobs.tag)
+        if current_jobs() is None:
+            spark.removeTag(ROWOPS_TAG)
+        return
+    sc = spark.sparkContext
+    sc.removeJobTag(jobs.tag)
+    if not jobs._saved.get("had_rowops_tag"):
+        sc.removeJobTag(ROWOPS_TAG)
+    keys = (_DESCRIPTION, _GROUP, _INTERRUPT) if restore_group else (_DESCRIPTION,)
+    for key in keys:
+        value = jobs._saved.get(key)
+        sc.setLocalProperty(key, value)  # type: ignore[arg-type]  # None removes the property
