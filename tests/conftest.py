@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, POSITION_DELETE
 from tests.oracles.java_reader import JavaIcebergReader, hadoop_s3_conf, java_oracle_available
 from tests.oracles.s3_server import S3Server, s3_server
+from tests.slow_tests import SLOW_FUNCTIONS, SLOW_IN_MAKE_TEST
 from tools import s3_jars
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -39,6 +40,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Tests that read through Iceberg's Java runtime are skipped under pyspark 4.x (jar for 3.5);
     outside the behaviour suites, a test run once per write strategy runs one of them in the fast
     suite (:func:`rotate_strategies`)."""
+    for item in items:  # first: the rotations then keep one of the other variants
+        if item.nodeid in SLOW_IN_MAKE_TEST or item.nodeid.split("[", 1)[0] in SLOW_FUNCTIONS:
+            item.add_marker(pytest.mark.slow)
     rotate_strategies(items)
     rotate_families(items)
     longest_first(items)
@@ -71,10 +75,14 @@ ROTATED_FAMILIES = {
     "tests/spark/test_optimizations.py::test_requested_copy_on_write_of_an_upsert_is_rewritten_by_key",
     "tests/spark/test_optimizations.py::test_auto_paydown_clears_the_read_debt_of_every_candidate",
     "tests/spark/test_optimizations.py::test_auto_copy_on_write_clears_paid_off_debt_of_partitions_it_does_not_touch",
-    "tests/spark/test_sql.py::test_sql_merge_gives_the_builders_table",
     "tests/spark/test_transactions.py::test_two_transactions_inserting_the_same_new_key",
     "tests/spark/test_arrow_writes.py::test_new_rows_of_plain_columns_are_written_in_arrow",
     "tests/spark/test_column_defaults.py::test_merge_fills_write_defaults_and_keeps_initial_defaults",
+    "tests/spark/test_partition_evolution.py::test_bad_spec_changes_leave_the_lake_unchanged",
+    "tests/spark/test_nested_layout.py::test_sources_inside_lists_and_maps_are_refused",
+    "tests/spark/test_arrow_rewrite.py::test_copy_on_write_rewrites_in_arrow_unless_disabled",
+    "tests/spark/test_arrow_writes.py::test_string_keys_in_truncated_partitions",
+    "tests/spark/test_reads.py::test_equality_deletes_of_many_generations_are_read_in_chunks",
 }
 
 
@@ -108,13 +116,15 @@ def rotate_strategies(items: list[pytest.Item]) -> None:
 
     The behaviour suites (:data:`FULL_MATRIX_FILES`) run every strategy in ``make test``; other tests
     run one of them, chosen by a hash of the test's name so that each strategy keeps about a third
-    of those tests, and the same one on every run. ``make test-slow`` / ``make test-all`` run the rest
+    of those tests, and the same one on every run; variants a test file marks slow itself are not
+    candidates (else a test could lose every fast variant). ``make test-slow`` / ``make test-all`` run the rest
     (half of the fast suite's time went to such repetitions).
     """
     families: dict[str, list[tuple[pytest.Item, str]]] = {}
     for item in items:
         strategy = _strategy_of(item)
-        if strategy is not None and item.path.name not in FULL_MATRIX_FILES:
+        already_slow = "slow" in item.keywords  # the file's own choice: never the one kept
+        if strategy is not None and item.path.name not in FULL_MATRIX_FILES and not already_slow:
             families.setdefault(item.nodeid.replace(strategy, "*"), []).append((item, strategy))
     for family, members in families.items():
         present = sorted({strategy for _, strategy in members})

@@ -81,8 +81,8 @@ def test_an_operations_jobs_are_named_grouped_tagged_and_the_callers_restored(la
     assert not odd, odd
 
 
-def test_a_pipeline_batch_and_its_merges_share_one_group(lake, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """Nested scopes: a transaction's statements keep their own descriptions and tags."""
+def test_each_statement_of_a_transaction_describes_its_jobs(lake) -> None:  # type: ignore[no-untyped-def]
+    """A transaction's statements describe their own jobs."""
     spark = lake.spark
     table = _table(lake)
     before = set(_jobs(spark))
