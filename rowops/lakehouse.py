@@ -37,6 +37,7 @@ from rowops.exec.spark.session import configure, create_session
 from rowops.maintenance.expiry import gc_enabled
 from rowops.meta.fileio import check_storage_options, has_entries, make_io, s3a_conf
 from rowops.meta.paths import is_remote, lake_location, local_path, normalize_path
+from rowops.metadata_tables import LakeInspector
 from rowops.request.identifiers import TableIdentifier, parse_namespace
 from rowops.request.inputs import checked_call
 from rowops.request.results import OperationResult
@@ -193,6 +194,11 @@ class Lakehouse:
     def begin(self, isolation: str = DEFAULT_ISOLATION) -> Transaction:
         """Start a transaction to end with ``tx.commit()`` or ``tx.rollback()``."""
         return Transaction(self, isolation)
+
+    @property
+    def inspect(self) -> LakeInspector:
+        """The lake log as a DataFrame: ``lake.inspect.versions()``."""
+        return LakeInspector(self.spark, self.history)
 
     def history(self, since: int = 1) -> list[LakeCommit]:
         """Every lake version from ``since`` on, oldest first: time, transaction, tables, operations, rows."""

@@ -17,6 +17,7 @@ from rowops.errors import InvalidInputError
 from rowops.exec.checks.validation import require_dataframe
 from rowops.merge_builder import MergeBuilder
 from rowops.meta.files import TableFiles, live_files
+from rowops.metadata_tables import TableInspector
 from rowops.request.identifiers import TableIdentifier
 from rowops.request.inputs import assignment_map, check_properties, checked_call, optional_sql
 from rowops.request.operations import (
@@ -75,6 +76,12 @@ class Table(TableEvolution):
     @property
     def current_snapshot_id(self) -> int | None:
         return self.metadata.current_snapshot_id
+
+    @property
+    def inspect(self) -> TableInspector:
+        """Iceberg's metadata tables as DataFrames: ``t.inspect.snapshots()``, ``files()``, ... (the names
+        and columns of ``db.t.snapshots`` etc. in Iceberg's Spark SQL)."""
+        return TableInspector(self)
 
     def snapshots(self) -> list[dict[str, object]]:
         """Snapshot id, parent, sequence number, time and summary of every snapshot, oldest first."""

@@ -50,7 +50,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     skip = pytest.mark.skip(reason="Iceberg's Java oracle needs Spark 3.5 (its jar); pyspark 4.x runs here")
     for item in items:
-        if "java" in item.keywords:
+        if item.get_closest_marker("java"):
             item.add_marker(skip)
 
 
@@ -86,14 +86,18 @@ ROTATED_FAMILIES = {
 }
 
 
+# Markers are read with get_closest_marker, never `in item.keywords`: keywords hold the names of the
+# parent directories too, so a checkout in a directory named "slow" or "s3" would match every test.
+
+
 def rotate_families(items: list[pytest.Item]) -> None:
     """Mark ``slow`` all but one variant of each family of :data:`ROTATED_FAMILIES`."""
     families: dict[str, list[pytest.Item]] = {}
     for item in items:
         function = item.nodeid.split("[", 1)[0]
-        if function in ROTATED_FAMILIES and "slow" not in item.keywords:
+        if function in ROTATED_FAMILIES and not item.get_closest_marker("slow"):
             strategy = _strategy_of(item) if item.path.name in FULL_MATRIX_FILES else None
-            storage = "s3" if "s3" in item.keywords else "local"  # test-s3 keeps its own variant
+            storage = "s3" if item.get_closest_marker("s3") else "local"  # test-s3 keeps its own variant
             families.setdefault(f"{function}/{strategy}/{storage}", []).append(item)
     for family, members in families.items():
         function, strategy, _ = family.rsplit("/", 2)
@@ -123,7 +127,7 @@ def rotate_strategies(items: list[pytest.Item]) -> None:
     families: dict[str, list[tuple[pytest.Item, str]]] = {}
     for item in items:
         strategy = _strategy_of(item)
-        already_slow = "slow" in item.keywords  # the file's own choice: never the one kept
+        already_slow = item.get_closest_marker("slow") is not None  # the file's own choice: never kept
         if strategy is not None and item.path.name not in FULL_MATRIX_FILES and not already_slow:
             families.setdefault(item.nodeid.replace(strategy, "*"), []).append((item, strategy))
     for family, members in families.items():

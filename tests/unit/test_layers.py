@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "rowops.table",
             "rowops.table_evolution",
             "rowops.merge_builder",
+            "rowops.metadata_tables",
         ),
     ),
     ("run", ("rowops.run",)),

@@ -1,7 +1,7 @@
 """The one module that tells classic PySpark (3.5, 4.x) from a Spark Connect client.
 
 Everything else in rowops uses only public DataFrame / SparkSession APIs that exist in classic
-PySpark 3.5 and 4.x and in ``pyspark.sql.connect``. Four things have no such API; they are
+PySpark 3.5 and 4.x and in ``pyspark.sql.connect``. Five things have no such API; they are
 chosen here, by the session's type, and nowhere else:
 
 * shipping rowops' zip to the Python workers: ``addArtifacts(pyfile=True)`` (Connect, classic 4.x),
@@ -11,7 +11,9 @@ chosen here, by the session's type, and nowhere else:
 * the driver's log level of a session rowops creates (Connect: the server's own business);
 * running Spark jobs from another driver thread with the caller's job properties (job group and
   description, tags; Connect: the session and its thread-local state): ``inheritable_thread_target``
-  takes the function on 3.5 and the session on 4.x.
+  takes the function on 3.5 and the session on 4.x;
+* naming an operation's jobs (``exec/spark/jobs.py``): the SparkContext's job group, description and
+  job tags on classic Spark, the session's tags on Connect (which has no job description).
 
 Plan text comes from the public ``DataFrame.explain``, which prints: :func:`explain_text` captures
 what the calling thread prints, leaving other threads' output alone.
@@ -37,7 +39,7 @@ import pyarrow as pa
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.util import inheritable_thread_target
 
 from rowops.exec.spark.literal_frames import sql_identifier
@@ -70,6 +72,81 @@ def collect_arrow(df: DataFrame) -> pa.Table:
         return cast(pa.Table, to_arrow())
     batches = df._collect_as_arrow()
     return pa.Table.from_batches(batches) if batches else to_arrow_schema(df.schema).empty_table()
+
+
+def frame_of_arrow(spark: SparkSession, table: pa.Table) -> DataFrame:
+    """A DataFrame of a small Arrow table built on the driver (metadata, never table data).
+
+    Spark 4 (classic and Connect) takes the Arrow table as it is; Spark 3.5 takes Python rows, with
+    maps as dicts (its pandas path fails on map columns).
+    """
+    schema = from_arrow_schema(table.schema)
+    if not spark.version.startswith("3."):
+        return spark.createDataFrame(table, schema=schema)
+    rows = [_python_value(row, table.schema) for row in table.to_pylist()]
+    return spark.createDataFrame(rows, schema=schema)
+
+
+def _python_value(value: Any, kind: pa.Schema | pa.DataType) -> Any:
+    """``value`` (from ``to_pylist``) with every Arrow map (a list of pairs) as a dict."""
+    if value is None:
+        return None
+    if isinstance(kind, pa.Schema) or pa.types.is_struct(kind):
+        fields = (
+            list(kind) if isinstance(kind, pa.Schema) else [kind.field(i) for i in range(kind.num_fields)]
+        )
+        return {f.name: _python_value(value[f.name], f.type) for f in fields}
+    if pa.types.is_map(kind):
+        return {_python_value(k, kind.key_type): _python_value(v, kind.item_type) for k, v in value}
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return [_python_value(v, kind.value_type) for v in value]
+    return value
+
+
+_JOB_PROPERTIES = ("spark.job.description", "spark.jobGroup.id", "spark.job.interruptOnCancel")
+
+
+def enter_job_scope(
+    spark: SparkSession, group: str | None, description: str, tags: Sequence[str]
+) -> dict[str, str | None]:
+    """Set the calling thread's job group (unless None), description and extra tags; returns what to
+    give :func:`leave_job_scope`. Connect sets the tags only (a client has no job description)."""
+    if is_connect(spark):
+        added = [t for t in tags if t not in spark.getTags()]
+        for tag in added:
+            spark.addTag(tag)
+        return {"tags": ",".join(added)}
+    sc = spark.sparkContext
+    saved: dict[str, str | None] = {key: sc.getLocalProperty(key) for key in _JOB_PROPERTIES}
+    had = set(sc.getJobTags())
+    saved["tags"] = ",".join(t for t in tags if t not in had)
+    if group is not None:
+        sc.setJobGroup(group, description, interruptOnCancel=False)
+    sc.setLocalProperty("spark.job.description", description)
+    for tag in tags:
+        sc.addJobTag(tag)
+    return saved
+
+
+def leave_job_scope(spark: SparkSession, saved: dict[str, str | None], restore_group: bool) -> None:
+    """Undo :func:`enter_job_scope`: remove the tags it added, put the description (and the group)
+    back."""
+    added = [t for t in (saved.get("tags") or "").split(",") if t]
+    if is_connect(spark):
+        for tag in added:
+            spark.removeTag(tag)
+        return
+    sc = spark.sparkContext
+    for tag in added:
+        sc.removeJobTag(tag)
+    for key in _JOB_PROPERTIES if restore_group else _JOB_PROPERTIES[:1]:
+        sc.setLocalProperty(key, saved[key])  # type: ignore[arg-type]  # None removes it
+
+
+def set_job_description(spark: SparkSession, description: str) -> None:
+    """The calling thread's next jobs' description (classic Spark; a Connect client cannot set one)."""
+    if not is_connect(spark):
+        spark.sparkContext.setLocalProperty("spark.job.description", description)
 
 
 def session_key(spark: SparkSession) -> str:

@@ -6,7 +6,7 @@ hands work to, ``compat.thread_target``) carries:
 * the job description ``rowops MERGE db.orders [position-delete] 2/4: scan 12 of 340 files``: the
   operation, the table, the encoding once chosen, and the step, updated by :func:`job_step`;
 * the job group :attr:`OperationJobs.group` (``rowops-<operation>-<id>``), so that
-  ``spark.sparkContext.cancelJobGroup(group)`` cancels the operation's jobs, which a failed
+  the SparkContext's ``cancelJobGroup(group)`` cancels the operation's jobs, which a failed
   operation answers by leaving every table as it was;
 * the tags :data:`ROWOPS_TAG` (every rowops job) and :attr:`OperationJobs.tag` (this operation),
   added to the caller's own: ``sc.cancelJobsWithTag`` on classic Spark, ``spark.interruptTag`` on
@@ -31,16 +31,13 @@ import re
 import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from rowops.exec.spark.compat import is_connect
+from rowops.exec.spark.compat import enter_job_scope, leave_job_scope, set_job_description
 
 ROWOPS_TAG = "rowops"
-_DESCRIPTION = "spark.job.description"
-_GROUP = "spark.jobGroup.id"
-_INTERRUPT = "spark.job.interruptOnCancel"
 _local = threading.local()  # the calling thread's innermost OperationJobs
 
 
@@ -72,15 +69,10 @@ class OperationJobs:
     step: str = ""
     group: str = ""
     tag: str = ""
-    _saved: dict[str, str | None] = field(default_factory=dict, repr=False)
 
     @property
     def description(self) -> str:
         return describe_jobs(self.operation, self.table, self.encoding, self.step)
-
-    def _apply(self) -> None:
-        if not is_connect(self.spark):
-            self.spark.sparkContext.setLocalProperty(_DESCRIPTION, self.description)
 
 
 def current_jobs() -> OperationJobs | None:
@@ -101,13 +93,14 @@ def operation_jobs(spark: SparkSession, operation: str, table: str) -> Iterator[
     jobs.tag = f"rowops-{_tag_part(operation)}-{_tag_part(table)}-{key}"
     if outer is not None:
         jobs.group = outer.group
-    _enter(jobs, set_group=outer is None)
+    group = jobs.group if outer is None else None
+    saved = enter_job_scope(spark, group, jobs.description, (ROWOPS_TAG, jobs.tag))
     _local.jobs = jobs
     try:
         yield jobs
     finally:
         _local.jobs = outer
-        _leave(jobs, restore_group=outer is None)
+        leave_job_scope(spark, saved, restore_group=outer is None)
 
 
 def job_step(step: str, encoding: str | None = None) -> None:
@@ -119,37 +112,4 @@ def job_step(step: str, encoding: str | None = None) -> None:
     jobs.step = step
     if encoding is not None:
         jobs.encoding = encoding
-    jobs._apply()
-
-
-def _enter(jobs: OperationJobs, set_group: bool) -> None:
-    spark = jobs.spark
-    if is_connect(spark):
-        for tag in (ROWOPS_TAG, jobs.tag):
-            spark.addTag(tag)
-        return
-    sc = spark.sparkContext
-    jobs._saved = {k: sc.getLocalProperty(k) for k in (_DESCRIPTION, _GROUP, _INTERRUPT)}
-    jobs._saved["had_rowops_tag"] = "1" if ROWOPS_TAG in sc.getJobTags() else None
-    if set_group:
-        sc.setJobGroup(jobs.group, jobs.description, interruptOnCancel=False)
-    for tag in (ROWOPS_TAG, jobs.tag):
-        sc.addJobTag(tag)
-    jobs._apply()
-
-
-def _leave(jobs: OperationJobs, restore_group: bool) -> None:
-    spark = jobs.spark
-    if is_connect(spark):
-        spark.removeTag(jobs.tag)
-        if current_jobs() is None:
-            spark.removeTag(ROWOPS_TAG)
-        return
-    sc = spark.sparkContext
-    sc.removeJobTag(jobs.tag)
-    if not jobs._saved.get("had_rowops_tag"):
-        sc.removeJobTag(ROWOPS_TAG)
-    keys = (_DESCRIPTION, _GROUP, _INTERRUPT) if restore_group else (_DESCRIPTION,)
-    for key in keys:
-        value = jobs._saved.get(key)
-        sc.setLocalProperty(key, value)  # type: ignore[arg-type]  # None removes the property
+    set_job_description(jobs.spark, jobs.description)
