@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlglot import exp
 
-from rowops.errors import InvalidIdentifierError, NoSuchNamespaceError, NoSuchTableError
+from rowops.errors import InvalidIdentifierError, InvalidInputError, NoSuchNamespaceError, NoSuchTableError
 from rowops.exec.spark.sql_query import check_spark_table, run_query, timestamp_millis
 from rowops.meta.spec_evolution import spec_text
 from rowops.request.inputs import checked_call, sql_text
 from rowops.request.results import OperationResult
 from rowops.run import row_level
+from rowops.run.inspect import METADATA_TABLES
 from rowops.sqltext.alter import Alter
 from rowops.sqltext.parse import Dml, parse_statement
 from rowops.sqltext.tables import TableUse, lake_template, snapshot_of, table_name
@@ -39,27 +40,50 @@ def _spark(scope: SqlScope) -> SparkSession:
     return spark if spark is not None else scope.lake.spark  # type: ignore[attr-defined]  # Transaction, LakeAt
 
 
+METADATA_NAMES = frozenset((*METADATA_TABLES, "position_deletes"))
+
+
 class _Tables:
-    """The lake tables a statement names, opened once each through the scope."""
+    """The lake tables a statement names, opened once each through the scope; ``db.t.snapshots`` (a
+    table's name and one of Iceberg's metadata tables) names that metadata table of ``db.t``, as in
+    Iceberg's Spark SQL."""
 
     def __init__(self, scope: SqlScope) -> None:
         self.scope = scope
         self.opened: dict[str, Table | None] = {}
+        self.metadata: dict[str, str] = {}  # "db.t.snapshots" -> "snapshots"
 
     def get(self, name: str) -> Table | None:
         if name not in self.opened:
-            try:
-                self.opened[name] = self.scope.table(name)
-            except (NoSuchTableError, NoSuchNamespaceError, InvalidIdentifierError):
-                self.opened[name] = None
+            self.opened[name] = self._open(name)
+            base, _, kind = name.rpartition(".")
+            if self.opened[name] is None and kind.lower() in METADATA_NAMES and "." in base:
+                self.opened[name] = self._open(base)
+                if self.opened[name] is not None:
+                    self.metadata[name] = kind.lower()
         return self.opened[name]
+
+    def _open(self, name: str) -> Table | None:
+        try:
+            return self.scope.table(name)
+        except (NoSuchTableError, NoSuchNamespaceError, InvalidIdentifierError):
+            return None
 
     def is_lake(self, name: str) -> bool:
         return self.get(name) is not None
 
 
-def _frame(spark: SparkSession, table: Table, use: TableUse) -> DataFrame:
-    """The rows of one table reference: the current snapshot, or the one its time travel names."""
+def _frame(spark: SparkSession, table: Table, use: TableUse, metadata_table: str | None) -> DataFrame:
+    """The rows of one table reference: the current snapshot, or the one its time travel names; or
+    the metadata table it names (as of a snapshot id with ``VERSION AS OF``, where Iceberg allows one)."""
+    if metadata_table is not None:
+        if use.travel is not None and use.travel.kind != "snapshot":
+            raise InvalidInputError(
+                f"{use.name}: a metadata table is read as of a snapshot id only",
+                help=f"Write {use.name} VERSION AS OF <snapshot id>.",
+            )
+        snapshot = int(use.travel.value) if use.travel is not None else None
+        return table.inspect.table(metadata_table, snapshot)
     if use.travel is None:
         return table.to_df()
     millis = timestamp_millis(spark, use.travel.value) if use.travel.kind == "timestamp" else None
@@ -79,7 +103,7 @@ def query(scope: SqlScope, tree: exp.Expr, context: str) -> DataFrame:
     for use in template.uses:
         table = tables.get(use.name)
         assert table is not None
-        frames[use.field] = _frame(spark, table, use)
+        frames[use.field] = _frame(spark, table, use, tables.metadata.get(use.name))
     return run_query(spark, template.text, frames, context)
 
 

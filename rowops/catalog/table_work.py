@@ -14,7 +14,7 @@ from rowops.catalog.attempts import CommitListener
 from rowops.catalog.history import commit_counts
 from rowops.catalog.log import LakeLog, LakeVersion, TableEntry
 from rowops.catalog.steps import DeltaStep, Step
-from rowops.commit.row_delta import snapshot_summary
+from rowops.commit.summary import snapshot_summary
 from rowops.errors import CommitConflictError, ConflictKind
 
 

@@ -39,7 +39,8 @@ from rowops.catalog.log import LakeLog, LakeVersion, TableEntry, VersionTaken
 from rowops.catalog.storage import Storage, sync_files
 from rowops.commit import refs
 from rowops.commit.rebase import find_conflict
-from rowops.commit.row_delta import RowDelta, apply, main_branch_update, snapshot_summary
+from rowops.commit.row_delta import RowDelta, apply, main_branch_update
+from rowops.commit.summary import snapshot_summary
 from rowops.errors import (
     CommitConflictError,
     ConflictKind,

@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -31,6 +33,7 @@ from rowops.errors import (
     NoSuchTableError,
     RowOpsError,
 )
+from rowops.exec.spark.compat import active_session, running_tasks
 from rowops.exec.spark.session import use_log_level
 from rowops.lakehouse import Lakehouse
 from rowops.pipeline import PipelineConfig, load_config, runner
@@ -50,8 +53,9 @@ T = TypeVar("T")
 class Context:
     """Global options, shared by every command."""
 
-    def __init__(self, lake: str | None, options: dict[str, str], as_json: bool) -> None:
+    def __init__(self, lake: str | None, options: dict[str, str], as_json: bool, quiet: bool = False) -> None:
         self.lake_location, self.storage_options, self.as_json = lake, options, as_json
+        self.quiet = quiet
         self.out = Console(soft_wrap=True)
         self.err = Console(stderr=True, soft_wrap=True)
 
@@ -65,15 +69,20 @@ class Context:
         """The command's result: JSON with ``--json``, else text lines."""
         if self.as_json:
             print(json.dumps(document, indent=2, default=str, sort_keys=True))
-        else:
+        elif not self.quiet:
             for line in text():
                 self.out.print(line, highlight=False, markup=False)
 
     @contextmanager
     def progress(self, steps: int = 1) -> Iterator[Callable[[str], None]]:
-        """A callback for step names: a rich progress bar on a terminal, log lines otherwise."""
+        """A callback for step names: a rich progress bar on a terminal, log lines otherwise (nothing
+        with ``--quiet``); both show Spark's running tasks (:func:`spark_tasks`) while a step runs."""
+        if self.quiet:
+            yield lambda step: None
+            return
         if not (self.err.is_terminal and not self.as_json):
-            yield lambda step: log.info(step)
+            with _ticking(log.info, lambda text: log.info("still %s", text), LOG_EVERY_S) as show:
+                yield show
             return
         columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
         with Progress(*columns, console=self.err, transient=True) as bar:
@@ -85,8 +94,52 @@ class Context:
                 bar.update(task, description=step, advance=1 if started else 0)
                 started = True
 
-            yield advance
+            def refresh(step: str) -> None:
+                bar.update(task, description=step)
+
+            with _ticking(advance, refresh, BAR_EVERY_S) as show:
+                yield show
             bar.update(task, completed=steps)
+
+
+LOG_EVERY_S, BAR_EVERY_S = 10.0, 0.5
+
+
+def spark_tasks(spark: Any) -> str:
+    """Spark's running work, e.g. `` (Spark: 3/8 tasks, 1 stage)``; empty when nothing runs."""
+    running = running_tasks(spark)
+    if not running or not running[0]:
+        return ""
+    stages, done, total = running
+    return f" (Spark: {done}/{total} tasks, {stages} stage{'s' if stages > 1 else ''})"
+
+
+@contextmanager
+def _ticking(
+    on_step: Callable[[str], None], on_refresh: Callable[[str], None], every: float
+) -> Iterator[Callable[[str], None]]:
+    """A step callback: ``on_step`` with each step's name, then ``on_refresh`` every ``every`` seconds
+    while Spark runs tasks for it (a background thread), both with :func:`spark_tasks` appended."""
+    current: list[Any] = []  # [step name, the session active in the thread that reported it]
+    stop = threading.Event()
+
+    def step(name: str) -> None:
+        current[:] = [name, active_session()]
+        on_step(name + spark_tasks(current[1]))
+
+    def refresh() -> None:
+        while not stop.wait(every):
+            tasks = spark_tasks(current[1]) if current else ""
+            if tasks:
+                on_refresh(current[0] + tasks)
+
+    ticker = threading.Thread(target=refresh, name="rowops-progress", daemon=True)
+    ticker.start()
+    try:
+        yield step
+    finally:
+        stop.set()
+        ticker.join()
 
 
 def exit_code(exc: BaseException) -> int:
@@ -121,6 +174,20 @@ def guarded(ctx: typer.Context, action: Callable[[Context], T]) -> T:
         raise typer.Exit(code) from None
 
 
+def rowops_version() -> str:
+    """The installed distribution's version (``unknown`` when run from a bare checkout)."""
+    try:
+        return version("rowops")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"rowops {rowops_version()}")
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
 def main_options(
     ctx: typer.Context,
@@ -137,6 +204,13 @@ def main_options(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON document (for schedulers).")
     ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print nothing but errors (and --json's document).")
+    ] = False,
+    show_version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print rowops' version."),
+    ] = False,
     verbose: Annotated[
         int,
         typer.Option(
@@ -149,11 +223,15 @@ def main_options(
 ) -> None:
     """Global options."""
     logging.basicConfig(
-        level=logging.INFO if verbose or not sys.stderr.isatty() else logging.WARNING,
+        level=logging.WARNING
+        if quiet
+        else logging.INFO
+        if verbose or not sys.stderr.isatty()
+        else logging.WARNING,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
         stream=sys.stderr,
     )
     if verbose > 1:
         logging.getLogger("rowops").setLevel(logging.DEBUG)
     use_log_level("ERROR" if verbose > 1 else "FATAL")  # Spark logs a failed task's trace at ERROR
-    ctx.obj = Context(lake, storage_options(storage_option or []), as_json)
+    ctx.obj = Context(lake, storage_options(storage_option or []), as_json, quiet)

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import (
     DataFile,
-    DataFileContent,
     ManifestContent,
     ManifestEntry,
     ManifestEntryStatus,
@@ -29,16 +28,17 @@ from pyiceberg.manifest import (
 )
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
-from pyiceberg.table.snapshots import Operation, Snapshot, Summary
+from pyiceberg.table.snapshots import Operation, Snapshot
 from pyiceberg.table.update import AddSnapshotUpdate, SetSnapshotRefUpdate, update_table_metadata
 
 from rowops import faults
 from rowops.commit import manifests as mf
 from rowops.commit import refs
 from rowops.commit.read_set import ReadSet
+from rowops.commit.summary import snapshot_summary
 from rowops.meta.files import TableFiles
 from rowops.meta.manifests import read_all, read_entries
-from rowops.meta.v3 import V3, entry_id, is_deletion_vector, next_row_id
+from rowops.meta.v3 import V3, entry_id, next_row_id
 
 __all__ = ["RowDelta", "apply", "main_branch_update", "snapshot_summary"]
 
@@ -88,63 +88,6 @@ class RowDelta:
         return self.removed_data | self.referenced_data
 
 
-def _stored_size(f: DataFile) -> int:
-    """Bytes of a file as Iceberg's snapshot summaries count them: a deletion vector's blob, else the
-    file."""
-    blob = getattr(f, "content_size_in_bytes", None) if is_deletion_vector(f) else None
-    return int(blob if blob is not None else f.file_size_in_bytes)
-
-
-def _records(files: list[DataFile], content: DataFileContent) -> int:
-    return sum(f.record_count for f in files if f.content == content)
-
-
-def snapshot_summary(delta: RowDelta, base: TableFiles) -> Summary:
-    """The snapshot summary of ``delta`` applied on ``base``: Iceberg's metrics (the spec's optional
-    summary fields, counted as Iceberg's ``SnapshotSummary`` does) and the delta's own properties.
-
-    The lake history records its counts from this same summary (``catalog/history.py``).
-    """
-    removed_data = [f for f in base.data if f.path in delta.removed_data]
-    removed_deletes = [f for f in base.deletes if f.path in delta.removed_deletes]
-    pos = [f for f in delta.added_deletes if f.content == DataFileContent.POSITION_DELETES]
-    eq = [f for f in delta.added_deletes if f.content == DataFileContent.EQUALITY_DELETES]
-    gone = [f.data_file for f in removed_deletes]
-    live = [f.data_file for f in base.deletes if f.path not in delta.removed_deletes] + list(
-        delta.added_deletes
-    )
-    total_records = sum(f.record_count for f in base.data) - sum(f.record_count for f in removed_data)
-    total_records += sum(f.record_count for f in delta.added_data)
-    added_size = sum(_stored_size(f) for f in (*delta.added_data, *delta.added_deletes))
-    removed_size = sum(_stored_size(f.data_file) for f in (*removed_data, *removed_deletes))
-    base_size = sum(_stored_size(f.data_file) for f in (*base.data, *base.deletes))
-    props = {
-        "added-files-size": added_size,
-        "removed-files-size": removed_size,
-        "total-files-size": base_size - removed_size + added_size,
-        "added-data-files": len(delta.added_data),
-        "deleted-data-files": len(removed_data),
-        "added-delete-files": len(delta.added_deletes),
-        "removed-delete-files": len(removed_deletes),
-        "added-records": sum(f.record_count for f in delta.added_data),
-        "deleted-records": sum(f.record_count for f in removed_data),
-        "added-position-delete-files": len(pos),
-        "added-equality-delete-files": len(eq),
-        "removed-position-delete-files": sum(f.content == DataFileContent.POSITION_DELETES for f in gone),
-        "removed-equality-delete-files": sum(f.content == DataFileContent.EQUALITY_DELETES for f in gone),
-        "added-position-deletes": sum(f.record_count for f in pos),
-        "added-equality-deletes": sum(f.record_count for f in eq),
-        "removed-position-deletes": _records(gone, DataFileContent.POSITION_DELETES),
-        "removed-equality-deletes": _records(gone, DataFileContent.EQUALITY_DELETES),
-        "total-position-deletes": _records(live, DataFileContent.POSITION_DELETES),
-        "total-equality-deletes": _records(live, DataFileContent.EQUALITY_DELETES),
-        "total-records": total_records,
-        "total-data-files": len(base.data) - len(removed_data) + len(delta.added_data),
-        "total-delete-files": len(base.deletes) - len(removed_deletes) + len(delta.added_deletes),
-    }
-    return Summary(delta.operation, **{k: str(v) for k, v in props.items()}, **delta.extra_summary)
-
-
 def apply(
     delta: RowDelta,
     base: TableMetadata,
@@ -183,7 +126,7 @@ def apply(
         sequence_number=seq,
         timestamp_ms=int(time.time() * 1000),
         manifest_list=list_path,
-        summary=snapshot_summary(delta, base_files),
+        summary=snapshot_summary(delta, base_files, base.specs()),
         schema_id=base.current_schema_id,
         first_row_id=first_row_id,
         added_rows=added_rows if first_row_id is not None else None,

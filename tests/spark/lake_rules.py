@@ -1,10 +1,12 @@
 """More rules of the stateful lake test (``test_lake_model.py``): pipeline batches, fast-forwards,
-branch drops, partition/sort/property changes, dropped and re-registered or re-created tables, and
-time travel by timestamp. A mixin of ``LakeMachine``: every rule runs through its ``observe``.
+branch drops, partition/sort/property changes, dropped and re-registered or re-created tables, change
+feeds, cancelled operations, metadata tables and time travel by timestamp. A mixin of ``LakeMachine``: every rule runs through its ``observe``.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -12,13 +14,14 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
+from pyiceberg.manifest import DataFileContent
 
 import rowops
-from rowops.errors import InvalidInputError, InvalidRefError, NotFastForwardError
+from rowops.errors import InvalidInputError, InvalidRefError, NotFastForwardError, RowOpsError
 from rowops.pipeline import parse_config, runner
 from tests.spark import lake_model as m
 from tests.spark.lake_checks import check_version
-from tests.spark.lake_ops import by_key, cold, keys, values
+from tests.spark.lake_ops import Op, by_key, cold, keys, ops, values
 
 TABLES = ("db.a", "db.b")
 BATCHES = ("b1", "b2", "b3")
@@ -223,6 +226,62 @@ class LifecycleRules:
             return
         got = Counter((r["_change_type"], tuple(r[c] for c in after.columns)) for r in feed)
         assert got == feed_diff(old, new), (name, start, end)
+
+    # -- observability (issue 46) -----------------------------------------------------------------
+    @live
+    @rule(name=st.sampled_from(TABLES), op=ops.filter(lambda o: o.kind == "upsert"))
+    def cancelled_statement(self, name: str, op: Op) -> None:
+        """An upsert cancelled through the ``rowops`` job tag while it reads its source fails with a
+        ``RowOpsError`` and commits nothing (the machine then checks every table against the model)."""
+        version, sc = self.lake.version, self.spark.sparkContext
+        schema = op.source(self.spark, self.model.width(name)).schema
+
+        def stalls(batches: Any) -> Any:
+            time.sleep(600)  # far longer than any wait below: only a cancellation ends it
+            yield from batches
+
+        source = op.source(self.spark, self.model.width(name)).mapInArrow(stalls, schema)
+        failures: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                rowops.merge(source, self.table(name), on=["k"], strategy=op.strategy)
+            except BaseException as exc:
+                failures.append(exc)
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        deadline = time.monotonic() + 120
+        while not sc.statusTracker().getActiveJobsIds() and worker.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        sc.cancelJobsWithTag("rowops")
+        worker.join(120)
+        assert not worker.is_alive(), "a cancelled operation kept running"
+        assert len(failures) == 1 and isinstance(failures[0], RowOpsError), failures
+        self.unchanged(version)
+
+    @live
+    @rule(name=st.sampled_from(TABLES))
+    def metadata_tables(self, name: str) -> None:
+        """Iceberg's metadata tables of a table, read cold, agree with its metadata: the snapshots and
+        the snapshot log, one ``files`` row per live file, one ``position_deletes`` row per deleted
+        position; the lake log has one row per version."""
+        lake = cold(self.root, self.spark)
+        if name not in lake.list_tables():
+            return
+        table = lake.table(name)
+        metadata, live_files = table.metadata, table.files()
+        inspect = table.inspect
+        assert {r.snapshot_id for r in inspect.snapshots().collect()} == {
+            s.snapshot_id for s in metadata.snapshots
+        }
+        assert inspect.history().count() == len(metadata.snapshot_log)
+        assert inspect.files().count() == len(live_files.data) + len(live_files.deletes)
+        positions = sum(
+            f.record_count for f in live_files.deletes if f.content == DataFileContent.POSITION_DELETES
+        )
+        assert inspect.position_deletes().count() == positions
+        assert lake.inspect.versions().count() == lake.version
 
     @live
     @rule(data=st.data())

@@ -3,7 +3,9 @@ commands that need no Spark start none), plus the in-process checks of output an
 
 from __future__ import annotations
 
+import importlib
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -18,6 +20,7 @@ from rowops.errors import CommitConflictError, CommitStateUnknownError, NoSuchTa
 from tests.spark.tables import fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
+cli_app = importlib.import_module("rowops.cli.app")  # the module (``rowops.cli.app`` is also the Typer)
 EVENTS = "op string, id long, v string, seq long"
 
 
@@ -169,3 +172,29 @@ def test_validate_and_explain_in_process(lake: rowops.Lakehouse, tmp_path: Path)
 @pytest.mark.parametrize(("text", "seconds"), [("90s", 90), ("30m", 1800), ("1.5h", 5400), ("7d", 604800)])
 def test_durations(text: str, seconds: int) -> None:
     assert parse_duration(text).total_seconds() == seconds
+
+
+def test_version_quiet_and_progress_with_spark_tasks(
+    lake: rowops.Lakehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``--version``; ``--quiet`` prints nothing on success; without a terminal, progress is log lines
+    that show Spark's running tasks, repeated while a step runs (issue 46)."""
+    runner = CliRunner()
+    shown = runner.invoke(app, ["--version"])
+    assert shown.exit_code == 0 and shown.output.startswith("rowops "), shown.output
+    config = _pipeline(tmp_path, lake)
+    config.write_text(config.read_text().split("[spark]")[0])  # keep the shared test session's settings
+    monkeypatch.setattr(cli_app, "LOG_EVERY_S", 0.05)
+    with caplog.at_level(logging.INFO, logger="rowops.cli"):
+        ran = runner.invoke(
+            app, ["--lake", str(lake.root), "pipeline", "run", str(config), "--batch-id", "b1"]
+        )
+    assert ran.exit_code == 0, ran.output
+    lines = [r.getMessage() for r in caplog.records if r.name == "rowops.cli"]
+    assert any(line.startswith("still ") and "(Spark: " in line and " tasks, " in line for line in lines), (
+        lines
+    )
+    quiet = runner.invoke(
+        app, ["--lake", str(lake.root), "--quiet", "pipeline", "run", str(config), "--batch-id", "b1"]
+    )
+    assert quiet.exit_code == 0 and quiet.output == "", quiet.output  # already committed: skipped, silently

@@ -61,10 +61,13 @@ def test_a_walk_through_every_later_rule(spark: Any, java: Any, tmp_path: Path) 
         lambda: machine.statement("db.b", Op("delete-keys", (2,), 4, POS)),
         lambda: machine.change_feed("db.b", Draws(machine.lake.version, first)),  # created anew: refused
         lambda: machine.read_at_time(Draws(first)),
+        lambda: machine.cancelled_statement("db.a", Op("upsert", (2, 9), 6, POS)),
+        lambda: machine.metadata_tables("db.a"),
         lambda: machine.lake_cleanup(),
         lambda: machine.remove_orphans("db.b"),  # the dropped table's files share the location
         lambda: machine.expire("db.b", 1, False),
         lambda: machine.lake_rollback(Draws(first + 1)),  # back to the dropped table
+        lambda: machine.metadata_tables("db.b"),
         lambda: machine.pipeline_batch("b1", POS, Draws()),
     ]
     for step in steps:

@@ -1,6 +1,7 @@
 """Iceberg's metadata tables as DataFrames (issue 46, part 3) against Iceberg Java's on the same table:
 the same column names and types (nullability aside) and the same rows, for every table rowops offers,
-after writes in every encoding (v2) and with deletion vectors (v3); the lake log as a DataFrame."""
+after writes in every encoding (v2) and with deletion vectors (v3); the lake log as a DataFrame; the
+metadata tables in ``lake.sql`` as ``db.t.snapshots``."""
 
 from __future__ import annotations
 
@@ -106,6 +107,11 @@ def test_lake_versions_and_bad_names(lake) -> None:  # type: ignore[no-untyped-d
     assert sorted(versions) == [1, 2]
     assert versions[2].isolation == "serializable" and dict(versions[2].tables) == {"db.t": ["delete"]}
     assert versions[2].rows_deleted == 1 and versions[2].committed_at is not None
+    snapshots = lake.sql("SELECT s.snapshot_id, s.operation FROM db.t.snapshots AS s ORDER BY committed_at")
+    assert [r.snapshot_id for r in snapshots.collect()] == [s["snapshot_id"] for s in table.snapshots()]
+    first = table.snapshots()[0]["snapshot_id"]
+    live = lake.sql(f"SELECT count(*) AS n FROM db.t.files VERSION AS OF {first} WHERE content = 0")
+    assert live.collect()[0].n == len(table.files(first).data)
     with pytest.raises(InvalidInputError, match="No metadata table 'snapshot'"):
         table.inspect.table("snapshot")
     with pytest.raises(InvalidInputError, match="has no snapshot_id"):

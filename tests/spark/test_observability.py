@@ -101,7 +101,7 @@ def test_cancelling_the_tag_stops_the_operation_and_changes_nothing(lake) -> Non
 
     def slow(batches: Any) -> Any:
         for batch in batches:
-            time.sleep(30)
+            time.sleep(600)  # only a cancellation ends it in time
             yield batch
 
     source = spark.createDataFrame([(k, "new") for k in range(30, 50)], SCHEMA).mapInArrow(slow, SCHEMA)

@@ -48,10 +48,10 @@ def test_blind_upsert_says_what_it_wrote(lake, spark) -> None:  # type: ignore[n
     assert (result.rows_inserted, result.rows_updated, result.rows_deleted) == (None, None, 0)
     assert (result.rows_written, result.keys_deleted) == (3, 3)
     ours, theirs = _summaries(lake, spark)
-    expected = {
+    expected = {  # a change count of 0 is not written (Iceberg Java's SnapshotSummary)
         "added-records": "3",
-        "deleted-records": "0",
-        "added-position-deletes": "0",
+        "deleted-records": None,
+        "added-position-deletes": None,
         "added-equality-deletes": "3",
         "total-records": "9",
         "total-position-deletes": "0",

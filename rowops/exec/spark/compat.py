@@ -248,6 +248,21 @@ def explain_text(df: DataFrame, mode: str) -> str:
 _SPLITS = re.compile(r"\bRange \(.*splits=(?:Some\()?(\d+)")
 
 
+def active_session() -> SparkSession | None:
+    """The calling thread's active session (another driver thread has none of its own)."""
+    return SparkSession.getActiveSession()
+
+
+def running_tasks(spark: SparkSession | None) -> tuple[int, int, int] | None:
+    """(active stages, tasks done, tasks in them) of ``spark``'s running jobs, from Spark's status
+    tracker; None without a classic session (a Connect client has no status tracker)."""
+    if spark is None or is_connect(spark):
+        return None
+    tracker = spark.sparkContext.statusTracker()
+    stages = [info for i in tracker.getActiveStageIds() if (info := tracker.getStageInfo(i)) is not None]
+    return len(stages), sum(s.numCompletedTasks for s in stages), sum(s.numTasks for s in stages)
+
+
 def default_parallelism(spark: SparkSession) -> int:
     """Spark's default number of partitions of a leaf (``spark.range``), i.e. the cores Spark counts on
     (``spark.sql.leafNodeDefaultParallelism``, else the scheduler's default parallelism: the cores of
