@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING
 
 from rowops.catalog.batches import BatchIndex, source_position
@@ -293,11 +293,13 @@ def run(
     Its Spark jobs are one job group (``rowops PIPELINE <id> batch <batch>``, ``exec/spark/jobs.py``).
     """
     batch = batch_of(config, batch_id)
-    with operation_jobs(lake.spark, "PIPELINE", f"{config.id} batch {batch}"):
-        return _run(lake, config, batch, progress)
+    with ExitStack() as scope:  # the jobs' group only once there is work: a skip starts no Spark
+        return _run(lake, config, batch, progress, scope)
 
 
-def _run(lake: Lakehouse, config: PipelineConfig, batch: str, progress: Progress) -> RunMetrics:
+def _run(
+    lake: Lakehouse, config: PipelineConfig, batch: str, progress: Progress, scope: ExitStack
+) -> RunMetrics:
     metrics = RunMetrics(config.id, batch)
     index = BatchIndex(lake.catalog.log)
     with _transaction(lake) as tx:
@@ -307,6 +309,7 @@ def _run(lake: Lakehouse, config: PipelineConfig, batch: str, progress: Progress
         if done is not None:
             tx.rollback()
             return _skipped(metrics, done, "committed before")
+        scope.enter_context(operation_jobs(lake.spark, "PIPELINE", f"{config.id} batch {batch}"))
         tables = target_tables(lake, config)
         metrics.debt_before = {name: _debt(t) for name, t in tables.items()}
         with metrics.phase("read"):
