@@ -10,6 +10,7 @@ its ``spec_id``, ``content`` / ``status`` are ``int`` as in Iceberg Java, and ``
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -47,14 +48,19 @@ def _as_int32(table: pa.Table, name: str) -> pa.Table:
 class IcebergInspect(InspectTable):
     """``InspectTable`` whose tables have Iceberg Java's columns (see the module docstring)."""
 
+    @cached_property
+    def _v3_manifests(self) -> dict[str, ManifestFile]:
+        """Every snapshot's manifests as the v3 manifest lists hold them (pyiceberg's drop their
+        ``first_row_id``); none below format v3, where there is no ``first_row_id`` to keep."""
+        if self.tbl.metadata.format_version < 3:
+            return {}
+        return {
+            m.manifest_path: m
+            for snapshot in self.tbl.metadata.snapshots
+            for m in read_manifest_list(self.tbl.io, snapshot.manifest_list)
+        }
+
     def _v3_manifest(self, manifest: ManifestFile) -> ManifestFile:
-        """``manifest`` as the v3 manifest list holds it (pyiceberg's drops its ``first_row_id``)."""
-        if not hasattr(self, "_v3_manifests"):
-            self._v3_manifests = {
-                m.manifest_path: m
-                for snapshot in self.tbl.metadata.snapshots
-                for m in read_manifest_list(self.tbl.io, snapshot.manifest_list)
-            }
         return self._v3_manifests.get(manifest.manifest_path, manifest)
 
     def _get_files_schema(self) -> pa.Schema:

@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+import rowops
 from rowops.meta.fileio import list_files
 from rowops.meta.paths import relative, to_uri
 
@@ -134,3 +135,18 @@ def wide_source(spark: SparkSession, step: int) -> DataFrame:
         F.lit("u").alias("payload"),
         F.lit("v").alias("payload2"),
     )
+
+
+def written_in_every_encoding(lake: Any) -> Any:
+    """``db.t`` (k 0..11, bucketed by k) after a MERGE with position deletes and one with equality
+    deletes: the metadata-table and snapshot-summary tests' common start."""
+    spark = lake.spark
+    rows = spark.range(12).selectExpr("id AS k", "CAST(id AS STRING) AS s")
+    table = lake.create_table("db.t", rows, identifier=["k"], partition_by=["bucket(2, k)"])
+    for keys, value, strategy in (
+        (range(5, 15), "x", "position-delete"),
+        (range(12, 18), "y", "equality-delete"),
+    ):
+        source = spark.range(keys.start, keys.stop).selectExpr("id AS k", f"'{value}' AS s")
+        rowops.merge(source, table, on=["k"], strategy=strategy)
+    return table

@@ -15,6 +15,7 @@ import rowops
 from rowops.errors import InvalidInputError
 from rowops.exec.spark.compat import collect_arrow
 from rowops.run.inspect import METADATA_TABLES
+from tests.spark.tables import written_in_every_encoding
 
 pytestmark = pytest.mark.java
 ALL_TABLES = (*METADATA_TABLES, "position_deletes")
@@ -65,15 +66,7 @@ def assert_same_as_java(table: Any, java: Any) -> None:
 def test_metadata_tables_equal_iceberg_javas_in_every_encoding(lake, java) -> None:  # type: ignore[no-untyped-def]
     if java is None:
         pytest.skip("needs Iceberg's Java reader")
-    spark = lake.spark
-    rows = spark.range(12).selectExpr("id AS k", "CAST(id AS STRING) AS s")
-    table = lake.create_table("db.t", rows, identifier=["k"], partition_by=["bucket(2, k)"])
-    rowops.merge(
-        spark.range(5, 15).selectExpr("id AS k", "'x' AS s"), table, on=["k"], strategy="position-delete"
-    )
-    rowops.merge(
-        spark.range(12, 18).selectExpr("id AS k", "'y' AS s"), table, on=["k"], strategy="equality-delete"
-    )
+    table = written_in_every_encoding(lake)
     table.delete("k = 1", strategy="copy-on-write")
     table.create_tag("before-compact")
     table.compact_position_deletes()

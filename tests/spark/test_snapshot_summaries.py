@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import rowops
+from tests.spark.tables import written_in_every_encoding
 
 pytestmark = pytest.mark.java
 ROWOPS_KEYS = ("rowops.", "operation")
@@ -83,14 +84,7 @@ def test_summaries_of_every_encoding_and_maintenance(lake, java) -> None:  # typ
     if java is None:
         pytest.skip("needs Iceberg's Java reader")
     spark = lake.spark
-    rows = spark.range(12).selectExpr("id AS k", "CAST(id AS STRING) AS s")
-    table = lake.create_table("db.t", rows, identifier=["k"], partition_by=["bucket(2, k)"])
-    rowops.merge(
-        spark.range(5, 15).selectExpr("id AS k", "'x' AS s"), table, on=["k"], strategy="position-delete"
-    )
-    rowops.merge(
-        spark.range(12, 18).selectExpr("id AS k", "'y' AS s"), table, on=["k"], strategy="equality-delete"
-    )
+    table = written_in_every_encoding(lake)
     rowops.update(table, {"s": "'u'"}, where="k < 4", strategy="copy-on-write")
     with lake.transaction() as tx:  # two statements, one snapshot
         tx.delete("db.t", "k = 6", "position-delete")
