@@ -114,15 +114,13 @@ def test_cancelling_the_tag_stops_the_operation_and_changes_nothing(lake) -> Non
             failures.append(exc)
 
     worker = threading.Thread(target=run)
-    started = time.monotonic()
     worker.start()
     deadline = time.monotonic() + 60
     while not sc.statusTracker().getActiveJobsIds() and time.monotonic() < deadline:
         time.sleep(0.2)
     sc.cancelJobsWithTag("rowops")
-    worker.join(120)
+    worker.join(60)  # its source sleeps 600 s: ending within this wait means the cancellation ended it
     assert not worker.is_alive()
-    assert time.monotonic() - started < 60, "the cancelled merge waited for its source"
     assert len(failures) == 1 and isinstance(failures[0], RowOpsError), failures
     assert lake.table("db.t").metadata.current_snapshot_id == snapshot
     assert lake.table("db.t").to_df().count() == 40
