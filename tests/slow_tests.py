@@ -240,6 +240,10 @@ SLOW_IN_MAKE_TEST = frozenset(
         # covered by: test_row_lineage.py::test_merge_keeps_row_ids_and_inserts_get_new_ones[copy-on-write] +
         # test_update_keeps_row_ids[position-delete-true] (hybrid = those two writers per file)
         "tests/spark/test_row_lineage.py::test_merge_keeps_row_ids_and_inserts_get_new_ones[hybrid]",
+        # covered by: test_s3.py::test_row_level_rebase_reads_concurrent_deletes_through_the_lakes_store[
+        # position-delete] (the same FileIO read of a concurrent delete file on S3) +
+        # tests/unit/test_find_conflict.py (the equality-delete key read, local)
+        "tests/spark/test_s3.py::test_row_level_rebase_reads_concurrent_deletes_through_the_lakes_store[equality-delete]",
         # covered by: test_schema_evolution.py::test_append_planned_on_old_schema_conflicts (same schema-id
         # rule of find_conflict) +
         # test_partition_evolution.py::test_write_planned_on_an_old_spec_conflicts[equality-delete] (a MERGE

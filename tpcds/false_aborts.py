@@ -166,7 +166,9 @@ def _verdicts(delta: RowDelta, base: TableFiles, files: TableFiles, current: Tab
     for isolation in ISOLATIONS:
         checked = replace(delta, serializable=isolation == "serializable")
         for detection in DETECTIONS:
-            conflict = find_conflict(checked, base, files, current, row_level=detection == "row")
+            conflict = find_conflict(
+                checked, base, files, current, row_level=detection == "row", io=PyArrowFileIO()
+            )
             verdicts[(detection, isolation)] = conflict.kind.value if conflict else None
     return verdicts
 

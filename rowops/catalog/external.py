@@ -96,7 +96,7 @@ class CatalogScope:
             cur_files = base_files
             if cur.metadata_location != base.metadata_location:
                 cur_files = files_at_head(cur.metadata, self.io, delta.branch, base_files)
-                raise_on_conflict(delta, base_files, cur_files, cur)
+                raise_on_conflict(delta, base_files, cur_files, cur, self.io)
             new, written = apply(delta, cur.metadata, cur_files, self.io, snapshot_id, cur.metadata_location)
             snapshot = new.snapshot_by_id(snapshot_id)
             assert snapshot is not None  # apply added it

@@ -77,7 +77,7 @@ class DeltaStep:
         else:
             current = files_at_head(metadata, how.io, self.delta.branch, self.base_files)
         delta = replace(self.delta, serializable=how.serializable)
-        conflict = find_conflict(delta, self.base_files, current, metadata)
+        conflict = find_conflict(delta, self.base_files, current, metadata, io=how.io)
         if conflict is None:
             conflict = find_write_conflict(delta, self.base_files, current, metadata.schema())
         if conflict is not None:

@@ -216,7 +216,7 @@ class TableCatalog:
             cur_files = base_files
             if cur.metadata_location != base.metadata_location:
                 cur_files = refs.files_at_head(cur.metadata, self.io, delta.branch, base_files)
-                raise_on_conflict(delta, base_files, cur_files, cur)
+                raise_on_conflict(delta, base_files, cur_files, cur, self.io)
             return apply(delta, cur.metadata, cur_files, self.io, snapshot_id, cur.metadata_location)
 
         info: dict[str, object] = {
@@ -372,10 +372,10 @@ def _entry_of(latest: LakeVersion, base: LoadedTable) -> TableEntry:
 
 
 def raise_on_conflict(
-    delta: RowDelta, base_files: TableFiles, cur_files: TableFiles, cur: LoadedTable
+    delta: RowDelta, base_files: TableFiles, cur_files: TableFiles, cur: LoadedTable, io: FileIO
 ) -> None:
     """Raise ``CommitConflictError`` if ``delta`` (read at ``base_files``) conflicts with ``cur``."""
-    conflict = find_conflict(delta, base_files, cur_files, cur.metadata)
+    conflict = find_conflict(delta, base_files, cur_files, cur.metadata, io=io)
     if conflict is not None:
         raise CommitConflictError(
             f"Commit to {cur.identifier} conflicts with concurrent snapshot {conflict.snapshot_id}: "

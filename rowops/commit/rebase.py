@@ -7,6 +7,7 @@ maintenance, transaction replays, catalog commits): ``None`` means rebase and re
 
 from __future__ import annotations
 
+from pyiceberg.io import FileIO
 from pyiceberg.table.metadata import TableMetadata
 
 from rowops.commit import refs
@@ -26,6 +27,8 @@ def find_conflict(
     current: TableFiles,
     current_meta: TableMetadata,
     row_level: bool | None = None,
+    *,
+    io: FileIO,
 ) -> Conflict | None:
     """Check the changes committed between ``base`` and ``current`` against ``delta``.
 
@@ -54,6 +57,8 @@ def find_conflict(
     Args:
         row_level: compare rows (True) or stop at files (False); None reads the table property
             ``rowops.conflict-detection`` (``row``, the default, or ``file``) of ``current_meta``.
+        io: the lake's FileIO, which reads the concurrent delete files a row-level comparison needs
+            (on an object store, with the lake's endpoint and credentials).
     """
     if delta.schema_id is not None and delta.schema_id != current_meta.current_schema_id:
         reason = (
@@ -80,7 +85,7 @@ def find_conflict(
     if gone:
         reason = "data files this operation rewrites or deletes from were removed"
         return Conflict(ConflictKind.DELETE_DELETE, reason, snapshot, tuple(gone))
-    conflict = delete_conflict(delta, base, current, current_meta.schema(), row_level)
+    conflict = delete_conflict(delta, base, current, current_meta.schema(), row_level, io)
     if conflict is not None:
         return conflict
     if delta.serializable:

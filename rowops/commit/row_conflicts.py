@@ -28,8 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyiceberg.conversions import from_bytes
+from pyiceberg.io import FileIO
 from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.types import PrimitiveType
@@ -37,6 +39,7 @@ from pyroaring import BitMap64
 
 from rowops.commit.read_set import ColumnBounds, ReadSet
 from rowops.errors import ConflictKind
+from rowops.meta.fileio import filesystem
 from rowops.meta.files import DV_SEPARATOR, FILE_PATH_ID, LiveFile, TableFiles
 from rowops.meta.paths import normalize_path, to_uri
 from rowops.meta.puffin import read_deletion_vector
@@ -158,6 +161,7 @@ class _Rows:
     delta: DeltaFiles
     base: TableFiles
     schema: Schema
+    io: FileIO  # the lake's: delete files on an object store are read with its endpoint and credentials
     _positions: dict[tuple[str, str], BitMap64] = field(default_factory=dict)
     _base_index: _ByReferencedPath | None = None
     _own_index: _ByReferencedPath | None = None
@@ -178,10 +182,12 @@ class _Rows:
         vector = self._vectors.get(delete_path)
         if key not in self._positions and vector is not None:
             where = content_range(vector) or (0, 0)
-            self._positions[key] = read_deletion_vector(normalize_path(vector.file_path), *where)
+            fs, path = filesystem(self.io, vector.file_path)
+            self._positions[key] = read_deletion_vector(fs, path, *where)
         if key not in self._positions:
             forms = sorted({data.data_file.file_path, data.path, to_uri(data.path), "file://" + data.path})
-            table = pq.read_table(delete_path, columns=["pos"], filters=[("file_path", "in", forms)])
+            fs, path = filesystem(self.io, delete_path)
+            table = pq.read_table(path, columns=["pos"], filters=[("file_path", "in", forms)], filesystem=fs)
             self._positions[key] = BitMap64(table.column("pos").to_pylist())
         return self._positions[key]
 
@@ -226,7 +232,7 @@ class _Rows:
             return True
         if delete.record_count > SMALL_EQUALITY_DELETE_ROWS:
             return False
-        keys = _key_values(delete.path, {c: names[c] for c in columns})
+        keys = _key_values(*filesystem(self.io, delete.path), {c: names[c] for c in columns})
         return keys is not None and not any(_any_in(keys, r) for r in overlapping)
 
 
@@ -265,17 +271,17 @@ def _delete_bounds(delete: LiveFile, columns: Mapping[str, int], schema: Schema)
     return bounds
 
 
-def _key_values(path: str, columns: Mapping[str, int]) -> dict[str, list[Any]] | None:
+def _key_values(fs: pafs.FileSystem, path: str, columns: Mapping[str, int]) -> dict[str, list[Any]] | None:
     """The key columns of an equality delete file (by Parquet field id) in Iceberg's internal form
     (dates as days, timestamps as micros); None when a column is missing or of another kind."""
-    schema = pq.read_schema(path)
+    schema = pq.read_schema(path, filesystem=fs)
     names: dict[str, str] = {}
     for name, field_id in columns.items():
         found = [f for f in schema if (f.metadata or {}).get(b"PARQUET:field_id") == str(field_id).encode()]
         if len(found) != 1:
             return None
         names[name] = found[0].name
-    table = pq.read_table(path, columns=sorted(set(names.values())))
+    table = pq.read_table(path, columns=sorted(set(names.values())), filesystem=fs)
     values = {}
     for name, column_name in names.items():
         column = _internal(table.column(column_name))
@@ -314,7 +320,7 @@ def _inside(value: Any, bounds: Bounds) -> bool:
 
 
 def delete_conflict(
-    delta: DeltaFiles, base: TableFiles, current: TableFiles, schema: Schema, row_level: bool
+    delta: DeltaFiles, base: TableFiles, current: TableFiles, schema: Schema, row_level: bool, io: FileIO
 ) -> Conflict | None:
     """The first concurrent delete file that removes rows this delta changed (see the module doc)."""
     base_deletes = {f.path for f in base.deletes}
@@ -322,7 +328,7 @@ def delete_conflict(
     if not new:
         return None
     touched = _Touched([f for f in current.data if f.path in delta.touched_data])
-    rows = _Rows(delta, base, schema)
+    rows = _Rows(delta, base, schema, io)
     by_data: dict[str, list[LiveFile]] = {}
     own_vectors = {
         normalize_path(referenced_data_file(d) or "") for d in delta.added_deletes if is_deletion_vector(d)

@@ -104,12 +104,8 @@ def puffin_file(
     return bytes(out), refs
 
 
-def read_deletion_vector(path: str, offset: int, length: int) -> BitMap64:
-    """The positions of the DV blob at ``offset``/``length`` of the Puffin file at ``path`` (a local
-    path or a URI pyarrow resolves), read on the driver: a blob is small, metadata-like."""
-    if "://" in path:
-        fs, key = pafs.FileSystem.from_uri(path)
-    else:
-        fs, key = pafs.LocalFileSystem(), path
-    with fs.open_input_file(key) as f:
+def read_deletion_vector(fs: pafs.FileSystem, path: str, offset: int, length: int) -> BitMap64:
+    """The positions of the DV blob at ``offset``/``length`` of the Puffin file at ``path`` on ``fs``
+    (``meta.fileio.filesystem``: the lake's), read on the driver: a blob is small, metadata-like."""
+    with fs.open_input_file(path) as f:
         return deserialize_dv(f.read_at(length, offset))

@@ -237,3 +237,26 @@ def test_a_missing_s3_lake_is_not_opened_without_create(s3, s3_lake) -> None:  #
     s3_lake.create_table("db.t", frame(s3_lake.spark, [make_row(1)]))
     opened = rowops.Lakehouse(s3_lake.location, spark=s3_lake.spark, storage_options=s3.options, create=False)
     assert opened.list_tables() == ["db.t"]
+
+
+@pytest.mark.parametrize("concurrent", ["position-delete", "equality-delete"])
+def test_row_level_rebase_reads_concurrent_deletes_through_the_lakes_store(  # type: ignore[no-untyped-def]
+    s3_lake, concurrent
+) -> None:
+    """A transaction's MERGE of key 2 loses the race to a MERGE of keys 1 and 3 in the same data file:
+    the rebase compares rows, reading the concurrent delete file (positions, or the keys of an equality
+    delete whose bounds cover 2) through the lake's FileIO, with the S3 server's endpoint and credentials
+    (pyarrow's own S3 resolution would ask AWS), and commits both."""
+    rows = [make_row(k) for k in range(10)]
+    s3_lake.create_table("db.t", frame(s3_lake.spark, rows).coalesce(1), identifier=["k"])
+    with s3_lake.transaction(isolation="snapshot") as tx:
+        rowops.merge(
+            frame(s3_lake.spark, [make_row(2, 1)]), tx.table("db.t"), on=["k"], strategy="position-delete"
+        )
+        theirs = [make_row(1, 2), make_row(3, 2)]
+        rowops.merge(
+            frame(s3_lake.spark, theirs).coalesce(1), s3_lake.table("db.t"), on=["k"], strategy=concurrent
+        )
+    oracle = Oracle(LAYOUTS[0], rows)
+    oracle.upsert([make_row(2, 1), *theirs])
+    assert_readers_agree(s3_lake.table("db.t"), oracle.values(), COLUMNS, None)

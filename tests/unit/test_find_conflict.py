@@ -28,6 +28,7 @@ from rowops.commit.read_set import ReadSet
 from rowops.commit.rebase import find_conflict
 from rowops.commit.row_delta import RowDelta
 from rowops.errors import ConflictKind, InvalidInputError
+from rowops.meta.fileio import make_io
 from rowops.meta.files import FILE_PATH_ID, LiveFile, TableFiles
 
 SCHEMA = Schema(NestedField(1, "k", LongType(), required=True), NestedField(2, "v", StringType()))
@@ -57,6 +58,7 @@ def _history(*parents: tuple[int, int | None]) -> TableMetadata:
 # 1 <- 2 (the base of most cases and the concurrent head); 3 <- 1 (a commit after a rollback to 1);
 # 5 <- 4 <- (expired) (a head whose history was expired)
 METADATA = _history((1, None), (2, 1), (3, 1), (5, 4))
+IO = make_io()  # local files
 K = SCHEMA.find_field("k")
 
 
@@ -160,7 +162,7 @@ CASES = [
 @pytest.mark.parametrize("isolation", ["snapshot", "serializable"])
 def test_find_conflict(case: Case, isolation: str) -> None:
     delta = replace(case.delta, serializable=isolation == "serializable")
-    conflict = find_conflict(delta, BASE, case.concurrent, METADATA)
+    conflict = find_conflict(delta, BASE, case.concurrent, METADATA, io=IO)
     expected = case.serializable if isolation == "serializable" else case.snapshot
     assert (conflict.kind if conflict else None) == expected, conflict
     if conflict is not None:
@@ -274,7 +276,7 @@ def _row_case_state(case: RowCase, tmp: Path) -> tuple[RowDelta, TableFiles, Tab
 @pytest.mark.parametrize("row_level", [True, False], ids=["row", "file"])
 def test_find_conflict_row_level(case: RowCase, row_level: bool, tmp_path: Path) -> None:
     delta, base, concurrent = _row_case_state(case, tmp_path)
-    conflict = find_conflict(delta, base, concurrent, METADATA, row_level=row_level)
+    conflict = find_conflict(delta, base, concurrent, METADATA, row_level=row_level, io=IO)
     expected = case.row if row_level else case.file
     assert (conflict.kind if conflict else None) == expected, conflict
     if conflict is not None:
@@ -283,7 +285,7 @@ def test_find_conflict_row_level(case: RowCase, row_level: bool, tmp_path: Path)
 
 def test_common_positions_are_named(tmp_path: Path) -> None:
     case = RowCase("overlap", own=(3, 8, 9), concurrent=((A.path, 8), (A.path, 9), (A.path, 10)))
-    conflict = find_conflict(*_row_case_state(case, tmp_path), METADATA)
+    conflict = find_conflict(*_row_case_state(case, tmp_path), METADATA, io=IO)
     assert conflict is not None and conflict.files == (A.path,)
     assert "positions 8, 9 of /t/a.parquet" in conflict.reason
 
@@ -291,13 +293,13 @@ def test_common_positions_are_named(tmp_path: Path) -> None:
 def test_table_property_chooses_the_granularity(tmp_path: Path) -> None:
     case = RowCase("disjoint", own=(3,), concurrent=((A.path, 4),))
     state = _row_case_state(case, tmp_path)
-    assert find_conflict(*state, METADATA) is None  # default: row
+    assert find_conflict(*state, METADATA, io=IO) is None  # default: row
     file_level = METADATA.model_copy(update={"properties": {"rowops.conflict-detection": "file"}})
-    conflict = find_conflict(*state, file_level)
+    conflict = find_conflict(*state, file_level, io=IO)
     assert conflict is not None and conflict.kind == DELETE_READ
     wrong = METADATA.model_copy(update={"properties": {"rowops.conflict-detection": "rows"}})
     with pytest.raises(InvalidInputError, match="conflict-detection"):
-        find_conflict(*state, wrong)
+        find_conflict(*state, wrong, io=IO)
 
 
 def test_delete_files_are_read_only_for_file_level_candidates(tmp_path: Path) -> None:
@@ -307,7 +309,7 @@ def test_delete_files_are_read_only_for_file_level_candidates(tmp_path: Path) ->
     own = own_pos_delete(tmp_path / "own.parquet", [(A.data_file.file_path, 3)])
     delta = replace(delete_from(A.path), added_deletes=(own,))
     base = files(A, B, *others)
-    assert find_conflict(delta, base, files(A, B, *others, *theirs, snapshot=2), METADATA) is None
+    assert find_conflict(delta, base, files(A, B, *others, *theirs, snapshot=2), METADATA, io=IO) is None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -353,7 +355,7 @@ def test_rebase_needs_the_base_in_the_heads_history(case: HistoryCase, isolation
     """Iceberg's ``MergingSnapshotProducer.validationHistory``: a commit validated from a snapshot that
     is not an ancestor of the head (``SnapshotUtil.isAncestorOf``) must not rebase."""
     delta = replace(case.delta, serializable=isolation == "serializable")
-    conflict = find_conflict(delta, case.base, case.current, METADATA)
+    conflict = find_conflict(delta, case.base, case.current, METADATA, io=IO)
     assert (conflict.kind if conflict else None) == case.expected, conflict
     if conflict is not None:
         assert conflict.snapshot_id == case.current.snapshot_id

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 
+import pyarrow.fs as pafs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -64,7 +65,11 @@ def test_blob_framing_follows_the_spec(tmp_path) -> None:  # type: ignore[no-unt
     assert blob[8:-4] == BitMap64([1, 3, 2**32]).serialize()
     path = tmp_path / "dv.puffin"
     path.write_bytes(data)
-    assert list(read_deletion_vector(str(path), ref.offset, ref.length)) == [1, 3, 2**32]
+    assert list(read_deletion_vector(pafs.LocalFileSystem(), str(path), ref.offset, ref.length)) == [
+        1,
+        3,
+        2**32,
+    ]
 
 
 def test_corrupt_blobs_are_rejected() -> None:

@@ -15,6 +15,7 @@ from rowops.commit.rebase import find_conflict
 from rowops.commit.row_delta import RowDelta
 from rowops.errors import CommitConflictError, ConflictKind, InvalidSchemaChangeError
 from rowops.meta import evolution
+from rowops.meta.fileio import make_io
 from rowops.meta.files import TableFiles
 
 SCHEMA = Schema(
@@ -61,10 +62,10 @@ def test_a_write_planned_on_an_old_schema_conflicts_even_when_blind() -> None:
     evolved = evolution.add_columns(METADATA, {"a": "int"}).apply(METADATA, None)
     for blind in (True, False):
         delta = RowDelta(Operation.APPEND, blind=blind, schema_id=METADATA.current_schema_id)
-        conflict = find_conflict(delta, NO_FILES, NO_FILES, evolved)
+        conflict = find_conflict(delta, NO_FILES, NO_FILES, evolved, io=make_io())
         assert conflict is not None and conflict.kind == ConflictKind.SCHEMA_CHANGED
         same = RowDelta(Operation.APPEND, blind=blind, schema_id=evolved.current_schema_id)
-        assert find_conflict(same, NO_FILES, NO_FILES, evolved) is None
+        assert find_conflict(same, NO_FILES, NO_FILES, evolved, io=make_io()) is None
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from rowops.errors import (
     NoSuchColumnError,
 )
 from rowops.meta import evolution
+from rowops.meta.fileio import make_io
 from rowops.meta.files import TableFiles
 from rowops.meta.spec_evolution import replace_sort_order, spec_text, update_spec
 from rowops.meta.tables import new_metadata
@@ -152,10 +153,10 @@ def test_a_write_planned_on_an_old_spec_conflicts() -> None:
     m1 = update_spec(m0, add=[("bucket(4, id)", None)]).apply(m0, None)
     for blind in (True, False):
         delta = RowDelta(Operation.APPEND, blind=blind, spec_id=m0.default_spec_id)
-        conflict = find_conflict(delta, NO_FILES, NO_FILES, m1)
+        conflict = find_conflict(delta, NO_FILES, NO_FILES, m1, io=make_io())
         assert conflict is not None and conflict.kind == ConflictKind.SPEC_CHANGED
         same = RowDelta(Operation.APPEND, blind=blind, spec_id=m1.default_spec_id)
-        assert find_conflict(same, NO_FILES, NO_FILES, m1) is None
+        assert find_conflict(same, NO_FILES, NO_FILES, m1, io=make_io()) is None
 
 
 def test_sort_order_changes() -> None:
