@@ -26,16 +26,17 @@ from pyiceberg.manifest import (
     ManifestEntryStatus,
     ManifestFile,
 )
+from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
-from pyiceberg.table.snapshots import Operation, Snapshot
+from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 from pyiceberg.table.update import AddSnapshotUpdate, SetSnapshotRefUpdate, update_table_metadata
 
 from rowops import faults
 from rowops.commit import manifests as mf
 from rowops.commit import refs
 from rowops.commit.read_set import ReadSet
-from rowops.commit.summary import snapshot_summary
+from rowops.commit.summary import manifests_summary, snapshot_summary
 from rowops.meta.files import TableFiles
 from rowops.meta.manifests import read_all, read_entries
 from rowops.meta.v3 import V3, entry_id, next_row_id
@@ -126,13 +127,27 @@ def apply(
         sequence_number=seq,
         timestamp_ms=int(time.time() * 1000),
         manifest_list=list_path,
-        summary=snapshot_summary(delta, base_files, base.specs()),
+        summary=_summary(delta, base_files, base.specs(), manifests, snapshot_id),
         schema_id=base.current_schema_id,
         first_row_id=first_row_id,
         added_rows=added_rows if first_row_id is not None else None,
     )
     updates = (AddSnapshotUpdate(snapshot=snapshot), refs.move(base, delta.branch, snapshot_id))
     return update_table_metadata(base, updates, metadata_location=base_location), written
+
+
+def _summary(
+    delta: RowDelta,
+    base_files: TableFiles,
+    specs: dict[int, PartitionSpec],
+    manifests: list[ManifestFile],
+    snapshot_id: int,
+) -> Summary:
+    summary = snapshot_summary(delta, base_files, specs)
+    if not delta.rewrite_manifests:
+        return summary
+    counts = manifests_summary(base_files.manifests, manifests, snapshot_id)
+    return Summary(summary.operation, **summary.additional_properties, **counts)
 
 
 def _by_spec(files: tuple[DataFile, ...], default: int) -> dict[int, tuple[DataFile, ...]]:

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from pyiceberg.manifest import DataFile, DataFileContent
+from pyiceberg.manifest import DataFile, DataFileContent, ManifestFile
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table.snapshots import Operation, Summary
 
@@ -114,3 +114,60 @@ def snapshot_summary(
         "total-delete-files": len(base.deletes) - len(removed_deletes) + len(delta.added_deletes),
     }
     return Summary(delta.operation, **{k: str(v) for k, v in props.items()}, **delta.extra_summary)
+
+
+# Spark 4.1's ``MergeSummary`` as Iceberg's Spark 4.1 integration writes it into the snapshot summary
+# (``BaseSparkWrite.setMergeSummaryProperties``, Iceberg PR 15014)
+MERGE_INTO_PREFIX = "spark.merge-into."
+
+
+def merge_into_summary(counts: Mapping[str, int | None], added_records: int) -> dict[str, str]:
+    """A MERGE's row counts under Spark 4.1's ``spark.merge-into.*`` keys; nothing when the encoding
+    cannot know them (equality deletes: which source keys existed is never read).
+
+    ``counts`` holds ``insert``, ``update`` and ``delete`` and the parts of the last two done by WHEN NOT
+    MATCHED BY SOURCE clauses (``update-by-source``, ``delete-by-source``). Copied rows are the target
+    rows a rewrite carried over unchanged: the rows added beyond the inserted and updated ones (none
+    under position deletes).
+
+    >>> s = merge_into_summary({"insert": 2, "update": 4, "delete": 4, "update-by-source": 1,
+    ...                         "delete-by-source": 2}, added_records=8)
+    >>> s["spark.merge-into.num-target-rows-copied"], s["spark.merge-into.num-target-rows-matched-updated"]
+    ('2', '3')
+    >>> merge_into_summary({"insert": None, "update": None, "delete": 0}, added_records=5)
+    {}
+    """
+    inserted, updated, deleted = counts.get("insert"), counts.get("update"), counts.get("delete")
+    if inserted is None or updated is None or deleted is None:
+        return {}
+    updated_by_source = counts.get("update-by-source") or 0
+    deleted_by_source = counts.get("delete-by-source") or 0
+    values = {
+        "num-target-rows-copied": added_records - inserted - updated,
+        "num-target-rows-deleted": deleted,
+        "num-target-rows-updated": updated,
+        "num-target-rows-inserted": inserted,
+        "num-target-rows-matched-updated": updated - updated_by_source,
+        "num-target-rows-matched-deleted": deleted - deleted_by_source,
+        "num-target-rows-not-matched-by-source-updated": updated_by_source,
+        "num-target-rows-not-matched-by-source-deleted": deleted_by_source,
+    }
+    return {MERGE_INTO_PREFIX + k: str(v) for k, v in values.items() if v >= 0}  # as Iceberg: set if >= 0
+
+
+def manifests_summary(
+    before: Sequence[ManifestFile], after: Sequence[ManifestFile], snapshot_id: int
+) -> dict[str, str]:
+    """The keys Iceberg Java's ``BaseRewriteManifests`` adds to a manifest rewrite's summary: manifests
+    created by it, kept from the base, and replaced, and the live entries of the replaced ones (the
+    entries it rewrote)."""
+    kept_paths = {m.manifest_path for m in after}
+    replaced = [m for m in before if m.manifest_path not in kept_paths]
+    created = sum(1 for m in after if m.added_snapshot_id == snapshot_id)
+    entries = sum((m.added_files_count or 0) + (m.existing_files_count or 0) for m in replaced)
+    return {
+        "manifests-created": str(created),
+        "manifests-kept": str(len(after) - created),
+        "manifests-replaced": str(len(replaced)),
+        "entries-processed": str(entries),
+    }

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.table.snapshots import Operation
 
-from rowops.catalog.history import UNKNOWN_ROWS
 from rowops.catalog.tables import LoadedTable
 from rowops.commit.read_set import ReadSet
 from rowops.commit.row_delta import RowDelta
+from rowops.commit.summary import merge_into_summary
 from rowops.errors import CardinalityViolationError
 from rowops.exec.changes.rows import (
     RowChanges,
@@ -54,6 +54,7 @@ from rowops.request.properties import isolation_level
 from rowops.request.results import OperationResult
 from rowops.run.planning import Planned, plan
 from rowops.run.reporting import log_operation
+from rowops.run.row_counts import BLIND_DELETE_COUNTS, BLIND_UPSERT_COUNTS, rows_summary, rows_written
 
 if TYPE_CHECKING:
     from rowops.exec.spark.frames import DataFrame, SparkSession
@@ -106,13 +107,6 @@ def _check_cardinality(planned: Planned, changes: RowChanges, repeated: list[tup
     )
 
 
-# What equality deletes know without reading the target: an upsert replaces or inserts each source
-# row (it deletes none without writing its new version) but cannot tell which keys existed; a delete
-# by key inserts and updates nothing and cannot tell how many of its keys existed.
-BLIND_UPSERT_COUNTS: dict[str, int | None] = {"insert": None, "update": None, "delete": 0}
-BLIND_DELETE_COUNTS: dict[str, int | None] = {"insert": 0, "update": 0, "delete": None}
-
-
 def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int | None]]:
     """Run the chosen encoding; returns what was written and the row counts."""
     spec, source = planned.spec, planned.source
@@ -140,7 +134,7 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
         distinct = isinstance(spec, MergeSpec) and not spec.checks_cardinality
         summary = summarize(changes, distinct_removed=distinct)
         _check_cardinality(planned, changes, summary.repeated)
-        counts = changes.counts(summary.actions)
+        counts = changes.counts(summary.actions) | changes.counts_by_source(summary.actions)
         if distinct and summary.repeated:  # a target row deleted once, however many source rows matched
             changes = replace(changes, removed=changes.removed.dropDuplicates())
             counts["delete"] = sum(summary.removed.values()) - counts["update"]
@@ -250,7 +244,7 @@ def execute(planned: Planned) -> OperationResult:
         rows_inserted=counts.get("insert"),
         rows_updated=counts.get("update"),
         rows_deleted=counts.get("delete"),
-        rows_written=_rows_written(counts, delta),
+        rows_written=rows_written(counts, delta.added_data),
         keys_deleted=sum(
             f.record_count for f in delta.added_deletes if f.content == DataFileContent.EQUALITY_DELETES
         ),
@@ -264,15 +258,6 @@ def execute(planned: Planned) -> OperationResult:
         files_rewritten=len(written.rewritten),
         explain=format_report(report),
     )
-
-
-def _rows_written(counts: dict[str, int | None], delta: RowDelta) -> int:
-    """Rows inserted or updated; where the split is unknown (equality deletes) the rows written, which
-    are exactly the source rows (no unchanged row is copied)."""
-    inserted, updated = counts.get("insert"), counts.get("update")
-    if inserted is not None and updated is not None:
-        return inserted + updated
-    return sum(f.record_count for f in delta.added_data)
 
 
 def run(table: TableTarget, spec: OperationSpec, source: DataFrame | None, strategy: str) -> OperationResult:
@@ -355,20 +340,14 @@ def _delta(written: Written, planned: Planned, counts: dict[str, int | None], st
         extra_summary={
             "rowops.strategy": strategy,
             "rowops.operation": type(spec).__name__.removesuffix("Spec").lower(),
-            **{
-                f"rowops.rows-{kind.removesuffix('e')}ed": str(n)
-                for kind, n in counts.items()
-                if n is not None
-            },
-            **_unknown_rows(counts),
+            **rows_summary(counts),
+            **(
+                merge_into_summary(counts, sum(f.record_count for f in added_data))
+                if isinstance(spec, MergeSpec)
+                else {}
+            ),
         },
     )
-
-
-def _unknown_rows(counts: dict[str, int | None]) -> dict[str, str]:
-    """The summary key naming the row counts the encoding could not know (``catalog/history.py``)."""
-    unknown = [f"{kind.removesuffix('e')}ed" for kind, n in counts.items() if n is None]
-    return {UNKNOWN_ROWS: ",".join(unknown)} if unknown else {}
 
 
 def _read_set(planned: Planned) -> ReadSet:

@@ -45,6 +45,7 @@ class RowChanges:
     joins_source: bool = False
     cached: list[DataFrame] = field(default_factory=list)
     new_rows_at: DataFrame | None = None  # (_file, _pos, table columns): _file NULL for inserts
+    by_source: tuple[int, ...] = ()  # the action indexes of WHEN NOT MATCHED BY SOURCE clauses
 
     def counts(self, per_action: Mapping[int, int]) -> dict[str, int]:
         """Rows inserted, updated and deleted, from the rows per action index."""
@@ -53,6 +54,15 @@ class RowChanges:
             kind = self.kinds.get(action)
             if kind is not None:
                 totals[kind] += count
+        return totals
+
+    def counts_by_source(self, per_action: Mapping[int, int]) -> dict[str, int]:
+        """Rows updated and deleted by WHEN NOT MATCHED BY SOURCE clauses (``update-by-source``,
+        ``delete-by-source``; part of ``counts``' updates and deletes)."""
+        totals = {"update-by-source": 0, "delete-by-source": 0}
+        for action, count in per_action.items():
+            if action in self.by_source:
+                totals[f"{self.kinds[action]}-by-source"] += count
         return totals
 
     def release(self) -> None:
@@ -222,8 +232,17 @@ def _changes_of(
     lineage = updated_lineage(staged)  # updated rows keep their ids, inserted rows get new ones
     new_rows_at = select_exprs(producing_rows, [*_names([FILE_COL, POS_COL, *columns]), *lineage])
     new_rows = select_columns(new_rows_at, [*columns, *kept_lineage(new_rows_at)])
+    by_source = tuple(i for i, c in enumerate(spec.clauses) if c.match == "not_matched_by_source")
     return RowChanges(
-        staged, removed, new_rows, kinds, tuple(replaced), True, cached, new_rows_at=new_rows_at
+        staged,
+        removed,
+        new_rows,
+        kinds,
+        tuple(replaced),
+        True,
+        cached,
+        new_rows_at=new_rows_at,
+        by_source=by_source,
     )
 
 
