@@ -38,6 +38,7 @@ from rowops.meta.fileio import s3a_conf
 from rowops.pipeline.config import FEED_CDC_COLUMNS, TABLE_CHANGES, PipelineConfig, TargetConfig
 from rowops.pipeline.maintenance import apply_policy
 from rowops.pipeline.metrics import RunMetrics, TargetMetrics, debt_summary
+from rowops.run.lineage import Dataset, lineage_run, path_dataset, table_dataset
 from rowops.table import MergeBuilder, Table
 from rowops.transaction import Transaction
 
@@ -309,6 +310,7 @@ def _run(
         if done is not None:
             tx.rollback()
             return _skipped(metrics, done, "committed before")
+        lineage = scope.enter_context(lineage_run(*_lineage_of(lake, config, batch)))
         scope.enter_context(operation_jobs(lake.spark, "PIPELINE", f"{config.id} batch {batch}"))
         tables = target_tables(lake, config)
         metrics.debt_before = {name: _debt(t) for name, t in tables.items()}
@@ -328,6 +330,7 @@ def _run(
                     changes = target_rows(rows, table, target, config)
                     result = merge_builder(table, changes, target, config).execute(target.strategy)
                 metrics.targets.append(TargetMetrics.from_result(target.table, result))
+                lineage.rows = (lineage.rows or 0) + (result.rows_written or 0)
         finally:
             release(rows)
         with metrics.phase("commit"):
@@ -351,6 +354,17 @@ def _run(
     for line in metrics.log_lines():
         log.info(line)
     return metrics
+
+
+def _lineage_of(
+    lake: Lakehouse, config: PipelineConfig, batch: str
+) -> tuple[str, list[Dataset], list[Dataset]]:
+    """A batch's OpenLineage job, inputs (its source) and outputs (its targets)."""
+    source, path = config.source, config.source.path_for(batch)
+    inputs = [table_dataset(lake.location, source.table)] if source.table else []
+    inputs += [path_dataset(path)] if path else []
+    outputs = [table_dataset(lake.location, t.table) for t in config.targets]
+    return f"rowops.pipeline.{config.id}", inputs, outputs
 
 
 def _skipped(metrics: RunMetrics, version: int, how: str) -> RunMetrics:

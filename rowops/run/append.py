@@ -17,6 +17,7 @@ from rowops.exec.spark.jobs import operation_jobs
 from rowops.exec.writing.write import Staging, staging, write_data
 from rowops.meta.files import data_files_from_parquet, live_files
 from rowops.request.results import OperationResult
+from rowops.run.lineage import lineage_run, table_dataset
 from rowops.run.reporting import log_operation
 from rowops.run.row_level import commit_changes
 
@@ -51,16 +52,21 @@ def append_table(table: TableTarget, df: DataFrame) -> OperationResult:
     started = time.perf_counter()
     loaded = table.load()
     files = live_files(loaded.metadata, table.lake.catalog.io)
+    dataset = table_dataset(table.lake.location, table.name)
     with (
+        lineage_run(f"rowops.append.{table.name}", [], [dataset]) as lineage,
         operation_jobs(table.lake.spark, "APPEND", table.name),
         staging(loaded.metadata.location, table.lake.catalog.io) as stage,
         spark_errors("append"),
     ):
         delta = append_delta(df, loaded.metadata, stage)
         committed = commit_changes(table, loaded, files, delta, stage)
-    snapshot = committed.metadata.current_snapshot_id if committed else loaded.metadata.current_snapshot_id
-    rows = sum(f.record_count for f in delta.added_data)
-    added = len(delta.added_data)
+        snapshot = (
+            committed.metadata.current_snapshot_id if committed else loaded.metadata.current_snapshot_id
+        )
+        rows = sum(f.record_count for f in delta.added_data)
+        added = len(delta.added_data)
+        lineage.snapshot_id, lineage.rows, lineage.files = snapshot, rows, added
     duration = time.perf_counter() - started
     result = OperationResult("append", snapshot, rows, 0, 0, added, 0, 0, duration, rows_written=rows)
     log_operation("APPEND", table.name, result)

@@ -52,6 +52,7 @@ from rowops.plan.strategy import (
 from rowops.request.operations import MergeSpec, OperationSpec, UpdateSpec, describe, verb
 from rowops.request.properties import isolation_level
 from rowops.request.results import OperationResult
+from rowops.run.lineage import lineage_run, table_dataset
 from rowops.run.planning import Planned, plan
 from rowops.run.reporting import log_operation
 from rowops.run.row_counts import BLIND_DELETE_COUNTS, BLIND_UPSERT_COUNTS, rows_summary, rows_written
@@ -264,13 +265,21 @@ def run(table: TableTarget, spec: OperationSpec, source: DataFrame | None, strat
     """Plan, execute and commit one operation on ``table``."""
     started = time.perf_counter()
     spark = table.lake.spark
-    with operation_conf(spark), operation_jobs(spark, verb(spec), table.name):
+    dataset = table_dataset(table.lake.location, table.name)
+    with (
+        lineage_run(f"rowops.{verb(spec).lower()}.{table.name}", [dataset], [dataset]) as lineage,
+        operation_conf(spark),
+        operation_jobs(spark, verb(spec), table.name),
+    ):
         job_step("1/4: plan")
         planned = plan(table, spec, source, strategy)
+        lineage.read_snapshot_id = planned.loaded.metadata.current_snapshot_id
         try:
             result = execute(planned)
         finally:
             release(planned.source)
+        lineage.snapshot_id, lineage.rows = result.snapshot_id, result.rows_written
+        lineage.files = result.data_files_added
     result = replace(result, duration_s=time.perf_counter() - started)
     log_operation(verb(spec), table.name, result, planned.decision.reason)
     return result
