@@ -162,7 +162,8 @@ class Table(TableEvolution):
 
         Columns: the table's, then ``_change_type`` (``insert``, ``delete``, ``update_preimage``,
         ``update_postimage``), ``_commit_version`` (lake version), ``_commit_snapshot_id``,
-        ``_commit_timestamp`` and ``_change_ordinal`` (the commit's position in the range, from 0).
+        ``_commit_timestamp`` and ``_change_ordinal`` (the commit's position among the range's commits
+        of this table, from 0; maintenance rewrites are not counted, as in Iceberg's changelog).
 
         Args:
             start: lake version (exclusive) or time after which commits count; None: the beginning.

@@ -123,13 +123,15 @@ def _commit_diffs(
     """Each commit that may change rows, with its ordinal, its two states' files and the files that
     differ (maintenance rewrites and commits whose files are the same are skipped unread)."""
     files = _FilesOf(table.lake.catalog.io)
-    for ordinal, commit in enumerate(commits):
+    ordinal = 0  # counts the commits of the table but maintenance rewrites, as Iceberg's changelog does
+    for commit in commits:
         if _unchanged(commit):
             continue
         before, after = files.of(commit.before), files.of(commit.after)
         diff = file_diff(before, after)
         if not diff.empty:
             yield ordinal, commit, before, after, diff
+        ordinal += 1
 
 
 def feed_commits(

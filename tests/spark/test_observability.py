@@ -126,10 +126,12 @@ def test_cancelling_the_tag_stops_the_operation_and_changes_nothing(lake) -> Non
     assert lake.table("db.t").to_df().count() == 40
 
 
-def test_one_info_line_per_operation(lake, caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
+def test_one_info_line_per_operation_and_debug_lines_per_phase(
+    lake, caplog: pytest.LogCaptureFixture
+) -> None:  # type: ignore[no-untyped-def]
     table = _table(lake)
     spark = lake.spark
-    with caplog.at_level(logging.INFO, logger="rowops"):
+    with caplog.at_level(logging.DEBUG, logger="rowops"):
         rowops.merge(spark.createDataFrame([(3, "x")], SCHEMA), table, on=["k"], strategy="position-delete")
         table.delete("k = 4")
         deleted = table.metadata.current_snapshot_id
@@ -144,3 +146,9 @@ def test_one_info_line_per_operation(lake, caplog: pytest.LogCaptureFixture) -> 
     )
     assert table.metadata.current_snapshot_id == deleted
     assert logging.getLogger("rowops").handlers  # the package's NullHandler: silent by default
+    phases = [r.getMessage() for r in caplog.records if r.name == "rowops.phases"]
+    merge = [p.split(": ", 1)[1] for p in phases if p.startswith("MERGE db.t: ")]
+    timed = r"(start|\d/4: [^;]+) took \d+\.\d\d s; (next: (\d/4: .+)|done in \d+\.\d\d s)"
+    assert all(re.fullmatch(timed, m) for m in merge), merge
+    assert [m.split(" took ")[0].split(":")[0] for m in merge] == ["start", "1/4", "2/4", "3/4", "4/4"]
+    assert merge[-1].split(";")[1].startswith(" done in ")

@@ -12,6 +12,9 @@ hands work to, ``compat.thread_target``) carries:
   added to the caller's own: ``sc.cancelJobsWithTag`` on classic Spark, ``spark.interruptTag`` on
   Spark Connect.
 
+Each step is also logged at DEBUG on ``rowops.phases`` with the seconds the previous step took, and
+the operation's end with its total (``logging.getLogger("rowops.phases").setLevel(logging.DEBUG)``).
+
 The caller's description, group and tags are restored when the block ends, failed or not. Spark has
 one job group per thread, so the caller's group is replaced while the operation runs (its tags are
 kept: a tag is the way to reach rowops' jobs from an outer scope). Spark Connect has tags only: a
@@ -27,8 +30,10 @@ is not shown.
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,6 +43,7 @@ from pyspark.sql import SparkSession
 from rowops.exec.spark.compat import enter_job_scope, leave_job_scope, set_job_description
 
 ROWOPS_TAG = "rowops"
+PHASES = logging.getLogger("rowops.phases")
 _local = threading.local()  # the calling thread's innermost OperationJobs
 
 
@@ -69,10 +75,20 @@ class OperationJobs:
     step: str = ""
     group: str = ""
     tag: str = ""
+    started: float = 0.0
+    step_started: float = 0.0
 
     @property
     def description(self) -> str:
         return describe_jobs(self.operation, self.table, self.encoding, self.step)
+
+    def log_phase(self, ended: str) -> None:
+        """Log at DEBUG that the step ``ended`` (its name, or the end of the operation) is over."""
+        now = time.perf_counter()
+        if PHASES.isEnabledFor(logging.DEBUG):
+            finished = f"{self.step or 'start'} took {now - self.step_started:.2f} s"
+            PHASES.debug("%s %s: %s; %s", self.operation, self.table, finished, ended)
+        self.step_started = now
 
 
 def current_jobs() -> OperationJobs | None:
@@ -89,7 +105,9 @@ def operation_jobs(spark: SparkSession, operation: str, table: str) -> Iterator[
     """
     outer = current_jobs()
     key = uuid.uuid4().hex[:12]
+    now = time.perf_counter()
     jobs = OperationJobs(spark, operation, table, group=f"rowops-{_tag_part(operation)}-{key}")
+    jobs.started = jobs.step_started = now
     jobs.tag = f"rowops-{_tag_part(operation)}-{_tag_part(table)}-{key}"
     if outer is not None:
         jobs.group = outer.group
@@ -101,6 +119,7 @@ def operation_jobs(spark: SparkSession, operation: str, table: str) -> Iterator[
     finally:
         _local.jobs = outer
         leave_job_scope(spark, saved, restore_group=outer is None)
+        jobs.log_phase(f"done in {time.perf_counter() - jobs.started:.2f} s")
 
 
 def job_step(step: str, encoding: str | None = None) -> None:
@@ -109,6 +128,7 @@ def job_step(step: str, encoding: str | None = None) -> None:
     jobs = current_jobs()
     if jobs is None:
         return
+    jobs.log_phase(f"next: {step}")
     jobs.step = step
     if encoding is not None:
         jobs.encoding = encoding
