@@ -77,13 +77,16 @@ TEST_WORKERS ?= 2
 FAST_PYTEST := -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=40
 
 # The pyspark 4.x and Spark Connect venvs install (network and disk) while the fast suite runs (CPU);
-# their log is printed if they fail.
+# their log is printed if they fail. The pyspark 4.x subset and the Connect smoke then run side by side
+# (each keeps about one core busy), the subset's log printed after.
 test: install lint
 	( $(MAKE) --no-print-directory install4 install-connect > .install-extra.log 2>&1; echo $$? > .install-extra.rc ) & \
 	$(PY) -m pytest $(FAST_PYTEST) -m "not slow and not s3 and not connect"; suite=$$?; wait; \
 	if [ "$$(cat .install-extra.rc)" != 0 ]; then cat .install-extra.log; exit 1; fi; exit $$suite
-	$(SPARK4_ENV) $(PY4) -m pytest -q -p no:cacheprovider -m "not slow and not s3 and not connect" -k "$(SPARK4_K)" $(SPARK4_SUBSET)
-	$(CONNECT_ENV) $(PYC) -m pytest -q -p no:cacheprovider -m connect tests/connect -k "smoke and not s3"
+	( $(SPARK4_ENV) $(PY4) -m pytest -q -p no:cacheprovider -m "not slow and not s3 and not connect" \
+		-k "$(SPARK4_K)" $(SPARK4_SUBSET) > .spark4-subset.log 2>&1; echo $$? > .spark4-subset.rc ) & \
+	$(CONNECT_ENV) $(PYC) -m pytest -q -p no:cacheprovider -m connect tests/connect -k "smoke and not s3"; \
+	connect=$$?; wait; cat .spark4-subset.log; [ "$$(cat .spark4-subset.rc)" = 0 ] && [ $$connect = 0 ]
 
 # the behaviour suites (v2, and v3 with deletion vectors), the concurrency suite and auto's paydown
 # rewrites again, on lakes on an S3 server (moto on loopback)
