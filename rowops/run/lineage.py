@@ -97,15 +97,14 @@ def lineage_run(job: str, inputs: list[Dataset], outputs: list[Dataset]) -> Iter
     """Emit START now, COMPLETE when the block ends (with what it put in the yielded ``Outcome``) or FAIL
     with the error if it raises; runs started inside name this one as their parent."""
     outcome = Outcome()
-    if not enabled():
+    client = _client() if enabled() else None
+    if client is None:
         yield outcome
         return
-    from openlineage.client import OpenLineageClient
     from openlineage.client.event_v2 import Job, Run, RunState
     from openlineage.client.facet_v2 import parent_run
     from openlineage.client.uuid import generate_new_uuid
 
-    client = OpenLineageClient()
     run_id, namespace = str(generate_new_uuid()), os.environ.get("OPENLINEAGE_NAMESPACE", "rowops")
     parent = _PARENT.get()
     facets: dict[str, Any] = {}
@@ -125,6 +124,18 @@ def lineage_run(job: str, inputs: list[Dataset], outputs: list[Dataset]) -> Iter
     read = [Dataset(d.namespace, d.name, d.snapshot_id or outcome.read_snapshot_id) for d in inputs]
     written = [Dataset(d.namespace, d.name, outcome.snapshot_id) for d in outputs]
     event.send(RunState.COMPLETE, read, written, outcome)
+
+
+def _client() -> Any:
+    """openlineage-python's client as its configuration says; None (logged) when that configuration
+    cannot make one (an unknown transport, say): lineage never fails the operation it describes."""
+    from openlineage.client import OpenLineageClient
+
+    try:
+        return OpenLineageClient()
+    except Exception:
+        LOG.warning("OpenLineage is configured but its client could not be made: no events", exc_info=True)
+        return None
 
 
 @dataclass
