@@ -25,7 +25,9 @@ def run_operations(spark: SparkSession, root: Path) -> None:
     rows = spark.range(100_000).selectExpr("id", "id % 7 AS amount", "'open' AS status")
     orders = lake.create_table("db.orders", rows.repartition(8), identifier=["id"])
     for step, strategy in enumerate(("copy-on-write", "position-delete", "equality-delete")):
-        source = spark.range(step * 1000, step * 1000 + 500).selectExpr("id", "99 AS amount", "'paid' AS status")
+        source = spark.range(step * 1000, step * 1000 + 500).selectExpr(
+            "id", "99 AS amount", "'paid' AS status"
+        )
         rowops.merge(source, orders, on=["id"], strategy=strategy)
     rowops.update(orders, {"status": "'billed'"}, where="amount = 0")
     rowops.delete(orders, where="id < 100")
