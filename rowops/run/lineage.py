@@ -69,17 +69,19 @@ def table_dataset(lake_location: str, name: str) -> Dataset:
 
 
 def path_dataset(path: str) -> Dataset:
-    """Files at ``path`` as OpenLineage names them: namespace ``file`` (local) or ``scheme://bucket``.
+    """Files at ``path`` as OpenLineage names them: namespace ``file`` and the absolute path (local), or
+    ``scheme://bucket`` and the key (object stores; ``s3a`` / ``s3n`` are ``s3``).
 
-    >>> path_dataset("/data/batch-1"), path_dataset("s3://b/in/batch-1")
-    (Dataset(namespace='file', name='/data/batch-1', snapshot_id=None), Dataset(namespace='s3://b', name='/in/batch-1', snapshot_id=None))
+    >>> path_dataset("s3a://b/in/batch-1"), path_dataset("gs://b/in")
+    (Dataset(namespace='s3://b', name='/in/batch-1', snapshot_id=None), Dataset(namespace='gs://b', name='/in', snapshot_id=None))
+    >>> path_dataset("/data/batch-1").name, path_dataset("file:///data/b").name, path_dataset("rel/b").name[0]
+    ('/data/batch-1', '/data/b', '/')
     """
-    uri = to_uri(path)
-    if uri.startswith("file:"):
-        return Dataset("file", normalize_path(uri))
-    scheme, _, rest = uri.partition("://")
-    bucket, _, key = rest.partition("/")
-    return Dataset(f"{scheme}://{bucket}", "/" + key)
+    if "://" in path and not path.startswith("file:"):
+        scheme, _, rest = path.partition("://")
+        bucket, _, key = rest.partition("/")
+        return Dataset(f"{'s3' if scheme in ('s3a', 's3n') else scheme}://{bucket}", "/" + key)
+    return Dataset("file", normalize_path(path) if path.startswith("file:") else os.path.abspath(path))
 
 
 def enabled() -> bool:
