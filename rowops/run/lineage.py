@@ -14,6 +14,7 @@ as its ``parent``. Sending an event never fails an operation: a transport error 
 from __future__ import annotations
 
 import contextvars
+import functools
 import importlib.util
 import logging
 import os
@@ -196,6 +197,7 @@ def _output(d: Dataset, done: Outcome | None) -> Any:
     return OutputDataset(d.namespace, d.name, facets=_version_facet(d), outputFacets=stats)
 
 
+@functools.cache
 def _version() -> str:
     try:
         return metadata.version("rowops")
