@@ -42,6 +42,7 @@ from rowops.request.identifiers import TableIdentifier, parse_namespace
 from rowops.request.inputs import checked_call
 from rowops.request.results import OperationResult
 from rowops.run.create import TableOptions, create_in
+from rowops.run.lake_feed import lake_changes
 from rowops.table import Table
 from rowops.transaction import Transaction
 
@@ -203,6 +204,20 @@ class Lakehouse:
     def history(self, since: int = 1) -> list[LakeCommit]:
         """Every lake version from ``since`` on, oldest first: time, transaction, tables, operations, rows."""
         return [describe(v) for v in self.catalog.log.history(since)]
+
+    @checked_call
+    def changes(
+        self,
+        start: int | datetime | None = None,
+        end: int | datetime | None = None,
+        *,
+        net: bool = False,
+        tables: Sequence[str] | None = None,
+    ) -> dict[str, DataFrame]:
+        """The change feed (``Table.changes``) of every table the lake versions in a range changed,
+        by table name: ``start`` exclusive, ``end`` inclusive (lake versions or times); ``tables``:
+        only these. A transaction is one commit, with one ``_commit_version`` in every table."""
+        return lake_changes(self.catalog, self.table, self.version, start, end, net, tables)
 
     @checked_call
     def at(self, version: int | None = None, timestamp: datetime | int | None = None) -> LakeAt:

@@ -12,6 +12,7 @@ the transaction's own writes. The protocol is in ``rowops/catalog/transactions.p
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,6 +25,7 @@ from rowops.errors import InvalidArgumentError
 from rowops.request.identifiers import TableIdentifier
 from rowops.request.inputs import checked_call
 from rowops.request.results import OperationResult
+from rowops.run.lake_feed import lake_changes
 from rowops.run.target import TableLake
 from rowops.table import Table
 
@@ -99,6 +101,19 @@ class Transaction:
         ident = TableIdentifier.parse(name)
         self._tx.load(ident)  # raises NoSuchTableError
         return Table(self.lake, ident, self._tx)
+
+    @checked_call
+    def changes(
+        self,
+        start: int | datetime | None = None,
+        end: int | datetime | None = None,
+        *,
+        net: bool = False,
+        tables: Sequence[str] | None = None,
+    ) -> dict[str, DataFrame]:
+        """``lake.changes`` as this transaction reads: up to its pinned version at most (its own
+        statements are not committed, so not in any feed)."""
+        return lake_changes(self.lake.catalog, self.table, self.begin_version, start, end, net, tables)
 
     @checked_call
     def sql(self, text: str, strategy: str = "auto") -> OperationResult | DataFrame | str:

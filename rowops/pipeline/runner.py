@@ -28,7 +28,7 @@ from rowops.errors import (
     PipelineConfigError,
     PipelineSourceError,
 )
-from rowops.exec.changes import changefeed
+from rowops.exec.reading import pipeline_source
 from rowops.exec.reading.source import release
 from rowops.exec.spark.jobs import operation_jobs
 from rowops.exec.spark.literal_frames import sql_identifier
@@ -150,9 +150,9 @@ def read_source(
         return lake.table(source.table).to_df(), []
     path = source.path_for(batch_id)
     assert path is not None
-    return changefeed.read_files(lake.spark, source.format, path, source.options), changefeed.source_files(
-        path
-    )
+    return pipeline_source.read_files(
+        lake.spark, source.format, path, source.options
+    ), pipeline_source.source_files(path)
 
 
 def _target_columns(table: Table) -> list[str]:
@@ -184,8 +184,8 @@ def new_columns(df: DataFrame, table: Table, target: TargetConfig, config: Pipel
         return {}
     have = {name.lower() for name in _target_columns(table)}
     cdc = config.source.cdc
-    feed = {changefeed.OP_COLUMN, *((cdc.op_column, cdc.order_by) if cdc else ())}
-    mapped = changefeed.spark_types(changefeed.map_columns(df, target.columns))
+    feed = {pipeline_source.OP_COLUMN, *((cdc.op_column, cdc.order_by) if cdc else ())}
+    mapped = pipeline_source.spark_types(pipeline_source.map_columns(df, target.columns))
     return {name: kind for name, kind in mapped.items() if name.lower() not in have and name not in feed}
 
 
@@ -200,17 +200,17 @@ def prepare(
     raw, files = read_source(lake, config, batch_id, changes)
     where = config.source.where_for(batch_id)
     if where:
-        raw = changefeed.filter_rows(raw, where, "[source].where")
+        raw = pipeline_source.filter_rows(raw, where, "[source].where")
     cdc = config.source.cdc
     if cdc is not None:
-        changefeed.require_columns(raw, [cdc.op_column, cdc.order_by], "[source.cdc]")
+        pipeline_source.require_columns(raw, [cdc.op_column, cdc.order_by], "[source.cdc]")
         codes = cdc.code_map()
-        _, metrics.rows_read, per_code = changefeed.evaluate(
+        _, metrics.rows_read, per_code = pipeline_source.evaluate(
             raw, cdc.op_column, codes, files, config.source.format
         )
         for code, count in per_code.items():
             metrics.changes[codes[code]] = metrics.changes.get(codes[code], 0) + count
-    evaluated, count = changefeed.materialize(raw, files, config.source.format)
+    evaluated, count = pipeline_source.materialize(raw, files, config.source.format)
     if cdc is None:
         metrics.rows_read = count
     return evaluated
@@ -218,15 +218,15 @@ def prepare(
 
 def target_rows(df: DataFrame, table: Table, target: TargetConfig, config: PipelineConfig) -> DataFrame:
     """One target's rows: mapped, filtered, checked, reduced to the newest change per key."""
-    mapped = changefeed.map_columns(df, target.columns)
+    mapped = pipeline_source.map_columns(df, target.columns)
     if target.where:
-        mapped = changefeed.filter_rows(mapped, target.where)
+        mapped = pipeline_source.filter_rows(mapped, target.where)
     check_target(table, target, mapped.columns)
     cdc = config.source.cdc
     if cdc is None:
-        return changefeed.select(mapped, _target_columns(table), None)
-    reduced = changefeed.reduce_changes(mapped, target.keys, cdc.op_column, cdc.order_by, cdc.code_map())
-    return changefeed.select(reduced, _target_columns(table), changefeed.OP_COLUMN)
+        return pipeline_source.select(mapped, _target_columns(table), None)
+    reduced = pipeline_source.reduce_changes(mapped, target.keys, cdc.op_column, cdc.order_by, cdc.code_map())
+    return pipeline_source.select(reduced, _target_columns(table), pipeline_source.OP_COLUMN)
 
 
 def merge_builder(
@@ -242,7 +242,7 @@ def merge_builder(
     if cdc is None:  # the rows are exactly the table's columns: a blind upsert (any encoding)
         return builder.when_matched().update_all().when_not_matched().insert_all()
     values = {c: f"s.{sql_identifier(c)}" for c in _target_columns(table)}
-    op = f"s.{changefeed.OP_COLUMN}"
+    op = f"s.{pipeline_source.OP_COLUMN}"
     newer = (
         f" AND s.{sql_identifier(cdc.order_by)} >= t.{sql_identifier(cdc.order_by)}"
         if cdc.order_by in values

@@ -7,7 +7,7 @@ changes undo what it rolled back. Over snapshot ids (also for tables of other ca
 one snapshot of the end snapshot's history.
 
 Each commit is the difference of two table states, read from the files that differ only
-(``plan/feed.py``, ``exec/reading/feed.py``); maintenance rewrites are skipped unread. ``net`` reads one
+(``plan/feed.py``, ``exec/changes/feed.py``); maintenance rewrites are skipped unread. ``net`` reads one
 difference, from the start state to the end state: one net change per row (per key with identifier
 columns: insert then update is an insert, insert then delete is nothing).
 """
@@ -27,8 +27,8 @@ from rowops.catalog.expired import check_offered
 from rowops.catalog.log import LakeVersion
 from rowops.catalog.tables import TableCatalog
 from rowops.errors import InvalidInputError, SnapshotExpiredError
+from rowops.exec.changes.feed import appended_rows_of, state_changes, union_commits, with_commit
 from rowops.exec.checks.expressions import check_condition
-from rowops.exec.reading.feed import appended_rows_of, state_changes, union_commits, with_commit
 from rowops.meta.evolution import schema_of
 from rowops.meta.files import TableFiles, live_files
 from rowops.meta.lineage import ROW_ID
@@ -210,7 +210,7 @@ def _version_commits(table: TableTarget, start: Bound, end: Bound, net: bool = F
             help="Give the range as start_snapshot_id= and end_snapshot_id= (table.snapshots()); nothing was read.",
         )
     newest = table.load().lake_version
-    first, last = _version(catalog, start, 0, newest), _version(catalog, end, newest, newest)
+    first, last = lake_version(catalog, start, 0, newest), lake_version(catalog, end, newest, newest)
     if first > last:
         raise InvalidInputError(
             f"changes(): start (lake version {first}) is after end (lake version {last})",
@@ -260,7 +260,8 @@ def _net_commit(
         yield FeedCommit(before, after, last.version, last.timestamp_ms)
 
 
-def _version(catalog: TableCatalog, bound: Bound, default: int, newest: int) -> int:
+def lake_version(catalog: TableCatalog, bound: Bound, default: int, newest: int) -> int:
+    """A range bound (lake version, datetime, None: ``default``) as a lake version <= ``newest``."""
     if bound is None:
         return default
     if isinstance(bound, datetime):

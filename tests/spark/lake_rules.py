@@ -63,7 +63,6 @@ class LifecycleRules:
     lake: rowops.Lakehouse
     model: m.LakeModel
     batch_changes: dict[str, tuple[tuple[int, ...], int]]
-    partitioned: set[str]
     recreated: dict[str, list[int]]  # table -> lake versions that created it anew (drop_table)
 
     def observe(self, *args: Any, **kwargs: Any) -> None:
@@ -162,12 +161,11 @@ class LifecycleRules:
         """A metadata change that keeps the rows: partition spec (bucket on k, added or dropped),
         sort order, a table property."""
         table = self.table(name)
-        if change == "partition" and name in self.partitioned:
+        # partitioned or not as the table is now: a table or lake rollback may have restored either
+        if change == "partition" and any("bucket" in str(f.transform) for f in table.metadata.spec().fields):
             table.drop_partition_field("bucket(2, k)")
-            self.partitioned.discard(name)
         elif change == "partition":
             table.add_partition_field("bucket(2, k)")
-            self.partitioned.add(name)
         elif change == "sort":
             table.replace_sort_order(["k"])
         else:
@@ -189,7 +187,6 @@ class LifecycleRules:
         self.lake.create_table(
             name, self.spark.createDataFrame(list(rows), "k long, v long"), identifier=["k"]
         )
-        self.partitioned.discard(name)
         self.observe(heads={name: rows}, columns={name: m.BASE_COLUMNS})
         self.reset_window(name)
         self.recreated.setdefault(name, []).append(self.lake.version)
@@ -198,8 +195,8 @@ class LifecycleRules:
     @live
     @rule(name=st.sampled_from(TABLES), data=st.data())
     def change_feed(self, name: str, data: st.DataObject) -> None:
-        """``table.changes(start=a, end=b, net=True)`` between two modelled versions equals the
-        difference of the model's rows of the table at them, by key (updates as pre/post images);
+        """``table.changes(start=a, end=b, net=True)`` (or its entry of ``lake.changes``, absent when
+        the table did not change) between two modelled versions equals the difference of the model's rows of the table at them, by key (updates as pre/post images);
         refused with a clear error when the table was created anew in between."""
         lake = cold(self.root, self.spark)
         offered = sorted(
@@ -218,7 +215,11 @@ class LifecycleRules:
         )
         new = self.model.rows_at(name, after, after.head)
         try:
-            feed = lake.table(name).changes(start=start, end=end, net=True).collect()
+            if data.draw(st.booleans(), label="lake-wide"):  # lake.changes: every changed table's feed
+                feeds = lake.changes(start=start, end=end, net=True)
+                feed = feeds[name].collect() if name in feeds else []
+            else:
+                feed = lake.table(name).changes(start=start, end=end, net=True).collect()
         except InvalidInputError as refused:  # the same name, another table: only if created anew in between
             assert "created again" in str(refused) and any(
                 start < v <= end for v in self.recreated.get(name, [])

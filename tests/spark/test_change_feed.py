@@ -297,3 +297,59 @@ def test_changes_on_the_command_line(lake: rowops.Lakehouse, tmp_path: Any) -> N
     assert spark.read.parquet(str(out)).count() == 3
     bad = runner.invoke(app, [*base, "changes", "db.t", "--from", "5"])
     assert bad.exit_code == EXIT_BAD_INPUT and "Help:" in bad.output
+
+
+def test_a_rollback_brings_deleted_and_updated_rows_back(lake: rowops.Lakehouse, strategy: str) -> None:
+    """A table rollback and a lake rollback over deletes (positions, vectors, equality keys or
+    rewritten files) are the changes that undo them: the rows come back."""
+    spark = lake.spark
+    state: Rows = {k: (f"v{k}", k % 2) for k in range(1, 9)}
+    table = lake.create_table("db.t", frame(spark, state), identifier=["k"])
+    start, first = lake.version, table.current_snapshot_id
+    delete = dict(on=["k"], strategy=strategy, when_matched="delete", when_not_matched=None)
+    rowops.merge(frame(spark, {2: state[2]}), table, **delete)  # type: ignore[arg-type]
+    rowops.merge(frame(spark, {3: ("three", 1)}), table, on=["k"], strategy=strategy)
+    table.rollback_to(first)
+    undone = lake.version
+    expected = Counter({("insert", 2, "v2", 0): 1, ("update_preimage", 3, "three", 1): 1})
+    expected[("update_postimage", 3, "v3", 1)] += 1
+    assert feed(table.changes(start=undone - 1, end=undone)) == {undone: expected}
+    rowops.merge(frame(spark, {4: state[4], 5: state[5]}), table, **delete)  # type: ignore[arg-type]
+    lake.rollback_to(undone)
+    back = Counter({("insert", 4, "v4", 0): 1, ("insert", 5, "v5", 1): 1})
+    assert feed(table.changes(start=lake.version - 1)) == {lake.version: back}
+    assert table.changes(start=start, net=True).count() == 0  # every change undone
+
+
+def test_lake_changes_gives_each_changed_tables_feed(lake: rowops.Lakehouse) -> None:
+    spark = lake.spark
+    one = lake.create_table("db.one", frame(spark, {1: ("a", 0)}), identifier=["k"])
+    lake.create_table("db.two", frame(spark, {1: ("a", 0)}), identifier=["k"])
+    lake.create_table("db.still", frame(spark, {1: ("a", 0)}), identifier=["k"])
+    start = lake.version
+    one.delete("k = 1", strategy="position-delete")
+    with lake.transaction() as tx:  # one commit in both tables' feeds
+        tx.append("db.one", frame(spark, {2: ("b", 0)}))
+        tx.merge(frame(spark, {1: ("z", 0)}), "db.two", on=["k"])
+        inside = tx.changes(start=start)  # as the transaction reads: up to its pinned version
+    feeds = lake.changes(start=start)
+    assert sorted(feeds) == ["db.one", "db.two"]  # db.still did not change
+    assert feed(feeds["db.one"]) == {
+        start + 1: Counter({("delete", 1, "a", 0): 1}),
+        tx.version: Counter({("insert", 2, "b", 0): 1}),
+    }
+    assert feed(feeds["db.two"]) == {
+        tx.version: Counter({("update_preimage", 1, "a", 0): 1, ("update_postimage", 1, "z", 0): 1})
+    }
+    assert sorted(inside) == ["db.one"] and feed(inside["db.one"]) == {
+        start + 1: Counter({("delete", 1, "a", 0): 1})
+    }
+    net = lake.changes(start=start, net=True, tables=["db.one", "db.still"])
+    assert sorted(net) == ["db.one"]
+    assert Counter((r["_change_type"], r["k"]) for r in net["db.one"].collect()) == Counter(
+        {("delete", 1): 1, ("insert", 2): 1}
+    )
+    with pytest.raises(InvalidInputError, match=r"no table db\.nope"):
+        lake.changes(start=start, tables=["db.nope"])
+    with pytest.raises(InvalidInputError, match="Help:"):
+        lake.changes(start=lake.version, end=start)

@@ -105,8 +105,10 @@ def check_sql(ns: Namespace, lake_dir: Path, spark) -> None:  # type: ignore[no-
 
 def check_changes(ns: Namespace, lake_dir: Path, spark) -> None:  # type: ignore[no-untyped-def]
     orders = _cold(lake_dir, spark)
-    expected = {2: "paid", 3: "open", 4: "open", 5: "open", 6: "open"}
+    expected = {2: "paid", 3: "paid", 4: "open", 5: "open", 6: "open"}
     assert {r["id"]: r["status"] for r in orders.to_df().collect()} == expected
+    payments = _cold(lake_dir, spark, "db.payments")  # written by lake.changes()'s transaction
+    assert sorted(tuple(r) for r in payments.to_df().collect()) == [(2, 10), (3, 25)]
     assert {r["id"]: r["status"] for r in read_duckdb(orders.metadata_location).to_pylist()} == expected
     assert (lake_dir.parent / "feed").is_dir()  # the parquet written by `rowops changes --format parquet`
 

@@ -91,7 +91,6 @@ class LakeMachine(LifecycleRules, RuleBasedStateMachine):
         self.lake = rowops.Lakehouse(self.root, spark=self.spark)
         self.model = m.LakeModel()
         self.batch_changes: dict[str, tuple[tuple[int, ...], int]] = {}
-        self.partitioned: set[str] = set()
         self.recreated: dict[str, list[int]] = {}
         self.trace: list[
             str

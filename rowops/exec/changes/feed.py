@@ -2,10 +2,11 @@
 
 Given the files that differ (``plan/feed.py``), the change of one commit is read from those files
 only:
-  * deleted: rows live ``before`` in removed or re-deleted data files that are not live ``after``
-    (a re-deleted file's rows are matched by ``(_file, _pos)``: the file is the same, only deletes
-    changed; every encoding reduces to this: copy-on-write removes files, position deletes and
-    deletion vectors delete positions, equality deletes delete the older rows of their keys);
+  * deleted: the live rows ``before`` of data files gone ``after`` (copy-on-write);
+  * re-deleted data files, live in both states with other deletes: the rows at the positions deleted
+    in one state and not the other, read by position (``exec/changes/redeleted.py``): position
+    deletes and deletion vectors delete positions, equality deletes the older rows of their keys; a
+    rollback brings rows back;
   * inserted: the live rows of data files added ``after``.
 
 A copy-on-write rewrite deletes and re-inserts the rows it did not change ("carry-overs"); a delete and
@@ -24,7 +25,8 @@ from pyiceberg.schema import Schema
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from rowops.exec.reading.file_reads import FILE_COL, POS_COL
+from rowops.exec.changes.redeleted import SIGN as _SIGN
+from rowops.exec.changes.redeleted import redeleted_changes
 from rowops.exec.reading.scan import scan
 from rowops.exec.spark.compat import select_columns
 from rowops.meta.files import LiveFile, TableFiles
@@ -39,8 +41,6 @@ CHANGE_ORDINAL = "_change_ordinal"
 FEED_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_SNAPSHOT_ID, COMMIT_TIMESTAMP, CHANGE_ORDINAL)
 INSERT, DELETE = "insert", "delete"
 PREIMAGE, POSTIMAGE = "update_preimage", "update_postimage"
-
-_SIGN = "_feed_sign"
 
 
 def state_changes(
@@ -57,28 +57,20 @@ def state_changes(
     lineage = ROW_ID in keys
     carried = [*columns, *([ROW_ID] if lineage else [])]
     parts = []
-    if diff.read_before:
-        parts.append(_sign(_deleted(spark, schema, before, after, diff), carried, -1))
+    if diff.removed:
+        removed = scan(spark, schema, before, diff.removed, row_ids=lineage)
+        parts.append(_sign(removed, carried, -1))
+    redeleted = redeleted_changes(spark, schema, before, after, diff.redeleted, row_ids=lineage)
+    if redeleted is not None:
+        parts.append(select_columns(redeleted, [*carried, _SIGN]))
     if diff.added:
         inserted = scan(spark, schema, after, diff.added, row_ids=lineage)
         parts.append(_sign(inserted, carried, 1))
     if not parts:
         return _empty_changes(spark, schema)
-    rows = _without_carryovers(functools.reduce(DataFrame.unionByName, parts), columns)
+    signed = functools.reduce(DataFrame.unionByName, parts)
+    rows = _without_carryovers(signed, columns) if lineage else _net_rows(signed, columns)
     return _labelled(rows, keys).select(*columns, CHANGE_TYPE)
-
-
-def _deleted(
-    spark: SparkSession, schema: Schema, before: TableFiles, after: TableFiles, diff: FileDiff
-) -> DataFrame:
-    """Rows live ``before`` in the removed and re-deleted files, less those still live ``after``."""
-    rows = scan(spark, schema, before, diff.read_before, row_ids=True)
-    if not diff.redeleted:
-        return rows
-    live_after = {f.path: f for f in after.data}
-    still = [live_after[f.path] for f in diff.redeleted]
-    kept = scan(spark, schema, after, still, row_ids=True).select(FILE_COL, POS_COL)
-    return rows.join(kept, [FILE_COL, POS_COL], "left_anti")
 
 
 def _sign(rows: DataFrame, columns: Sequence[str], sign: int) -> DataFrame:
@@ -95,6 +87,17 @@ def _without_carryovers(rows: DataFrame, columns: Sequence[str]) -> DataFrame:
     matched = F.when(F.col(_SIGN) < 0, inserts).otherwise(deletes)
     counted = rows.withColumn("_feed_n", F.row_number().over(nth)).withColumn("_feed_matched", matched)
     return counted.where(F.col("_feed_n") > F.col("_feed_matched")).drop("_feed_n", "_feed_matched")
+
+
+def _net_rows(rows: DataFrame, columns: Sequence[str]) -> DataFrame:
+    """The rows that remain of ``rows`` once equal deleted and inserted rows cancel (the rows a rewrite
+    copied), as :func:`_without_carryovers` without the lineage columns: one aggregation by all
+    columns (a hash aggregate, partial per task, instead of sorting the rows by every column); a row
+    value deleted ``d`` and inserted ``i`` times comes out ``|d - i|`` times, signed."""
+    n = "_feed_n"
+    net = rows.groupBy(*columns).agg(F.sum(_SIGN).alias(n)).where(F.col(n) != 0)
+    copies = F.array_repeat(F.signum(F.col(n)).cast("int"), F.abs(F.col(n)).cast("int"))
+    return net.select(*columns, F.explode(copies).alias(_SIGN))
 
 
 def _labelled(rows: DataFrame, keys: Sequence[str]) -> DataFrame:
