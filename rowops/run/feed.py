@@ -81,7 +81,7 @@ def table_changes(
     keys = _pairing_keys(schema, commits)
     spark, parts = table.lake.spark, []
     for ordinal, commit, before, after, diff in _commit_diffs(table, commits):
-        rows = state_changes(spark, schema, before, after, diff, keys)
+        rows = state_changes(spark, schema, before, after, diff, keys, table.lake.catalog.io)
         parts.append(
             with_commit(rows, commit.version, commit.after.snapshot_id, commit.timestamp_ms, ordinal)
         )

@@ -4,7 +4,8 @@ One range (lake versions or timestamps, start exclusive, end inclusive) is read 
 the tables are those some version of the range committed to (its transaction record), or whose entry
 differs between the range's ends; each table's feed is ``run/feed.table_changes`` over the same range,
 so a lake transaction is one commit with the same ``_commit_version`` in every table it wrote. Tables
-that do not exist at the end of the range (dropped in it) have no feed here.
+that do not exist at the end of the range (dropped in it) have no feed here; a table dropped and
+created again in it is refused as ``table.changes`` refuses it (``InvalidInputError``).
 """
 
 from __future__ import annotations

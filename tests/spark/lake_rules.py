@@ -196,8 +196,9 @@ class LifecycleRules:
     @rule(name=st.sampled_from(TABLES), data=st.data())
     def change_feed(self, name: str, data: st.DataObject) -> None:
         """``table.changes(start=a, end=b, net=True)`` (or its entry of ``lake.changes``, absent when
-        the table did not change) between two modelled versions equals the difference of the model's rows of the table at them, by key (updates as pre/post images);
-        refused with a clear error when the table was created anew in between."""
+        the table did not change) between two modelled versions equals the difference of the model's
+        rows of the table at them, by key (updates as pre/post images); refused with a clear error when
+        the table (lake-wide: any table) was created anew in between."""
         lake = cold(self.root, self.spark)
         offered = sorted(
             v for v in self.model.versions if self.model.offered(v) and name in self.model.versions[v]
@@ -214,15 +215,17 @@ class LifecycleRules:
             else ()
         )
         new = self.model.rows_at(name, after, after.head)
+        lake_wide = data.draw(st.booleans(), label="lake-wide")  # lake.changes: every changed table's feed
         try:
-            if data.draw(st.booleans(), label="lake-wide"):  # lake.changes: every changed table's feed
+            if lake_wide:
                 feeds = lake.changes(start=start, end=end, net=True)
                 feed = feeds[name].collect() if name in feeds else []
             else:
                 feed = lake.table(name).changes(start=start, end=end, net=True).collect()
         except InvalidInputError as refused:  # the same name, another table: only if created anew in between
+            names = TABLES if lake_wide else [name]  # lake-wide: any table's feed may be refused
             assert "created again" in str(refused) and any(
-                start < v <= end for v in self.recreated.get(name, [])
+                start < v <= end for t in names for v in self.recreated.get(t, [])
             )
             return
         got = Counter((r["_change_type"], tuple(r[c] for c in after.columns)) for r in feed)

@@ -21,10 +21,12 @@ import functools
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
+from pyiceberg.io import FileIO
 from pyiceberg.schema import Schema
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from rowops.exec.changes.arrow_diff import arrow_diff_groups, rewritten_changes
 from rowops.exec.changes.redeleted import SIGN as _SIGN
 from rowops.exec.changes.redeleted import redeleted_changes
 from rowops.exec.reading.scan import scan
@@ -50,6 +52,7 @@ def state_changes(
     after: TableFiles,
     diff: FileDiff,
     keys: Sequence[str],
+    io: FileIO,
 ) -> DataFrame:
     """The rows deleted and inserted from ``before`` to ``after`` with ``_change_type``; carry-overs
     removed, updates paired by ``keys`` (table columns, or ``_row_id``; none: no pairing)."""
@@ -57,13 +60,16 @@ def state_changes(
     lineage = ROW_ID in keys
     carried = [*columns, *([ROW_ID] if lineage else [])]
     parts = []
-    if diff.removed:
+    groups = None if lineage else arrow_diff_groups(schema, before, after, diff.removed, diff.added, keys)
+    if groups is not None:  # copy-on-write: each partition's files diffed by key in Arrow
+        parts.append(rewritten_changes(spark, schema, io, diff.removed, diff.added, groups, keys, _SIGN))
+    elif diff.removed:
         removed = scan(spark, schema, before, diff.removed, row_ids=lineage)
         parts.append(_sign(removed, carried, -1))
     redeleted = redeleted_changes(spark, schema, before, after, diff.redeleted, row_ids=lineage)
     if redeleted is not None:
         parts.append(select_columns(redeleted, [*carried, _SIGN]))
-    if diff.added:
+    if diff.added and groups is None:
         inserted = scan(spark, schema, after, diff.added, row_ids=lineage)
         parts.append(_sign(inserted, carried, 1))
     if not parts:
