@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -30,6 +29,7 @@ from rowops.run import maintenance, retention, row_level
 from rowops.run.append import append_table
 from rowops.run.feed import appended_rows, table_changes
 from rowops.run.read import read_table
+from rowops.run.table_history import table_history
 from rowops.run.target import TableLake
 from rowops.table_evolution import TableEvolution
 
@@ -82,6 +82,12 @@ class Table(TableEvolution):
         """Iceberg's metadata tables as DataFrames: ``t.inspect.snapshots()``, ``files()``, ... (the names
         and columns of ``db.t.snapshots`` etc. in Iceberg's Spark SQL)."""
         return TableInspector(self)
+
+    def history(self) -> DataFrame:
+        """The table's commits as Delta's ``DESCRIBE HISTORY`` shows them, newest first: ``version``,
+        ``timestamp``, ``operation``, ``operationParameters``, ``operationMetrics`` (Delta's names for
+        the snapshot summary's counts), ... (``run/table_history.py``)."""
+        return table_history(self)
 
     def snapshots(self) -> list[dict[str, object]]:
         """Snapshot id, parent, sequence number, time and summary of every snapshot, oldest first."""
@@ -286,18 +292,14 @@ class Table(TableEvolution):
     @checked_call
     def compact_position_deletes(self) -> MaintenanceResult:
         """Minor compaction: merge the position-delete files of each data file into one (no data rewrite)."""
-        started = time.perf_counter()
-        return maintenance.run(
-            self, maintenance.prepare_compact_position_deletes(self), "compact_position_deletes", started
-        )
+        prepare = maintenance.prepare_compact_position_deletes
+        return maintenance.rewrite(self, "compact_position_deletes", lambda: prepare(self))
 
     @checked_call
     def convert_equality_deletes(self) -> MaintenanceResult:
         """Replace every equality-delete file by position deletes of the rows it removes."""
-        started = time.perf_counter()
-        return maintenance.run(
-            self, maintenance.prepare_convert_equality_deletes(self), "convert_equality_deletes", started
-        )
+        prepare = maintenance.prepare_convert_equality_deletes
+        return maintenance.rewrite(self, "convert_equality_deletes", lambda: prepare(self))
 
     @checked_call
     def compact(
@@ -311,16 +313,17 @@ class Table(TableEvolution):
             max_bytes: the bytes of data files one run may rewrite (most indebted partitions first).
             target_file_size: bytes per written file (default: ``write.target-file-size-bytes``, 128 MiB).
         """
-        started = time.perf_counter()
-        prepared = maintenance.prepare_compact(self, where, max_bytes, target_file_size)
-        return maintenance.run(self, prepared, "compact", started)
+        prepare = maintenance.prepare_compact
+        return maintenance.rewrite(self, "compact", lambda: prepare(self, where, max_bytes, target_file_size))
 
     @checked_call
     def rewrite_manifests(self) -> MaintenanceResult:
         """Merge the current snapshot's manifests into as few as fit ``commit.manifest.target-size-bytes``
         (8 MB), per content and partition spec: one metadata-only ``replace`` commit (no data file is
         read or written); commits then merge again per ``commit.manifest.min-count-to-merge``."""
-        return maintenance.rewrite_manifests(self)
+        return maintenance.with_lineage(
+            self, "rewrite_manifests", lambda: maintenance.rewrite_manifests(self)
+        )
 
     @checked_call
     def expire_snapshots(
@@ -341,7 +344,9 @@ class Table(TableEvolution):
             retain_last: the newest snapshots of the main branch always kept (>= 1); None: the table's
                 ``history.expire.min-snapshots-to-keep`` (default 1).
         """
-        return retention.expire_snapshots(self, older_than, retain_last)
+        return maintenance.with_lineage(
+            self, "expire_snapshots", lambda: retention.expire_snapshots(self, older_than, retain_last)
+        )
 
     @checked_call
     def remove_orphans(
@@ -355,7 +360,9 @@ class Table(TableEvolution):
         (``version-hint.text``) are never removed; a table registered from another catalog raises
         ``ForeignFilesError`` (its location is that catalog's: rowops cannot prove a file there unused).
         """
-        return retention.remove_orphans(self, older_than, dry_run)
+        return maintenance.with_lineage(
+            self, "remove_orphans", lambda: retention.remove_orphans(self, older_than, dry_run)
+        )
 
     def health(self) -> HealthReport:
         """The table's maintenance debt (delete files, deleted rows, small files, read overhead) and advice."""

@@ -120,10 +120,12 @@ def report(results: list[dict[str, Any]], sf: float, out: Path) -> None:
         f"# Change feed of one Case 2 batch, TPC-DS store_sales SF {sf:g}",
         "",
         "Median wall time of computing every change to its last row (`tpcds/bench_changes.py`). Targets:"
-        f" feed <= {FEED_TARGET}x naive, <= {FLOOR_TARGET}x touched.",
+        f" feed <= {FEED_TARGET}x naive, <= {FLOOR_TARGET}x touched. A Case 2 batch touches every bucket, so"
+        " the touched files are every data file: `touched / naive` is the least any feed can reach against"
+        " the naive diff.",
         "",
-        "| encoding | feed s | naive diff s | touched files s | feed / naive | feed / touched | changes (feed) | changed keys (naive) |",
-        "|---|---:|---:|---:|---:|---:|---|---:|",
+        "| encoding | feed s | naive diff s | touched files s | feed / naive | feed / touched | touched / naive | changes (feed) | changed keys (naive) |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     for r in results:
         ok = lambda v, t: "met" if v <= t else "missed"  # noqa: E731
@@ -131,7 +133,8 @@ def report(results: list[dict[str, Any]], sf: float, out: Path) -> None:
         lines.append(
             f"| {r['encoding']} | {r['feed_s']:.2f} | {r['naive_s']:.2f} | {r['touched_s']:.2f} | "
             f"{r['feed_vs_naive']:.2f} ({ok(r['feed_vs_naive'], FEED_TARGET)}) | "
-            f"{r['feed_vs_touched']:.2f} ({ok(r['feed_vs_touched'], FLOOR_TARGET)}) | {counts} | {r['naive_changed_keys']} |"
+            f"{r['feed_vs_touched']:.2f} ({ok(r['feed_vs_touched'], FLOOR_TARGET)}) | "
+            f"{r['touched_s'] / r['naive_s']:.2f} | {counts} | {r['naive_changed_keys']} |"
         )
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -155,7 +158,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", default="data/tpcds")
     parser.add_argument("--out", default="tpcds/results")
     parser.add_argument("--encodings", nargs="*", default=list(ENCODINGS))
+    parser.add_argument("--report-only", action="store_true", help="rewrite .md/.png from the .json")
     args = parser.parse_args(argv)
+    if args.report_only:
+        saved = json.loads((Path(args.out) / f"changes-sf{args.sf:g}.json").read_text())
+        report(saved["results"], args.sf, Path(args.out))
+        return
     source = generate_store_sales(args.sf, Path(args.data) / f"sf{args.sf:g}")
     with tempfile.TemporaryDirectory(prefix="bench-changes-") as scratch:
         lake = rowops.Lakehouse(Path(scratch) / "lake")

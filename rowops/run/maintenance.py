@@ -14,6 +14,7 @@ Rewrites are prepared (files written in a staging area) and committed in two ste
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -44,6 +45,7 @@ from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.files import LiveFile, TableFiles, data_files_from_parquet, live_files
 from rowops.request.inputs import optional_sql
 from rowops.request.results import HealthReport, MaintenanceResult
+from rowops.run.lineage import lineage_run, table_dataset
 from rowops.run.reporting import log_maintenance
 
 if TYPE_CHECKING:
@@ -292,6 +294,27 @@ def prepare_compact(
     targets = [f for g in plan.groups for f in g.files]
     write = _DataRewrite(table, loaded, files, targets, plan.removed_deletes, plan.target_file_size, started)
     return _prepare(table, COMPACT, loaded, write)
+
+
+def with_lineage(
+    table: TableTarget, operation: str, work: Callable[[], MaintenanceResult]
+) -> MaintenanceResult:
+    """Run one maintenance operation as an OpenLineage run (``run/lineage.py``: nothing unless
+    configured), job ``rowops.<operation>.<table>``, the table its input and output."""
+    dataset = table_dataset(table.lake.location, table.name)
+    with lineage_run(f"rowops.{operation}.{table.name}", [dataset], [dataset]) as outcome:
+        outcome.read_snapshot_id = table.load().metadata.current_snapshot_id
+        result = work()
+        outcome.snapshot_id, outcome.files = result.snapshot_id, result.files_written
+    return result
+
+
+def rewrite(
+    table: TableTarget, operation: str, prepare: Callable[[], PreparedRewrite | None]
+) -> MaintenanceResult:
+    """Prepare and commit one rewrite (compaction, delete conversion) as one lineage run."""
+    started = time.perf_counter()
+    return with_lineage(table, operation, lambda: run(table, prepare(), operation, started))
 
 
 def run(

@@ -33,6 +33,20 @@ Rows = dict[int, tuple[str | None, int]]
 Change = tuple[str, int, str | None, int]
 
 
+@pytest.fixture(
+    params=[
+        "copy-on-write",
+        "position-delete",
+        "equality-delete",
+        pytest.param("hybrid", marks=pytest.mark.slow),
+    ]
+)
+def strategy(request: pytest.FixtureRequest) -> str:
+    """Every encoding, and hybrid commits (files rewritten and files given position deletes at once;
+    make test-slow: both halves run in make test alone)."""
+    return str(request.param)
+
+
 def frame(spark: SparkSession, rows: Rows) -> Any:
     return spark.createDataFrame([(k, v, p) for k, (v, p) in sorted(rows.items())], SCHEMA)
 

@@ -6,6 +6,7 @@ at all when OpenLineage is turned off."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +89,22 @@ def test_a_pipeline_batch_is_the_parent_of_its_merge(lake, events, tmp_path) -> 
     parent = merge[0]["run"]["facets"]["parent"]
     assert parent["run"]["runId"] == batch[0]["run"]["runId"] and parent["job"]["name"] == "rowops.pipeline.p"
     assert got.index(batch[1]) == len(got) - 1  # the batch completes after its transaction committed
+
+
+def test_maintenance_operations_are_runs_too(lake, events) -> None:  # type: ignore[no-untyped-def]
+    """Compaction, delete compaction, manifest rewrite, expiry and orphan removal each send START and
+    COMPLETE with the table as input and output (the snapshot committed, where one is)."""
+    spark = lake.spark
+    t = lake.create_table("db.t", spark.range(10).selectExpr("id AS k", "'a' AS s"), identifier=["k"])
+    rowops.delete(t, where="k < 3", strategy="position-delete")
+    compacted = t.compact().snapshot_id
+    t.rewrite_manifests()
+    t.expire_snapshots(older_than=timedelta(0))
+    t.remove_orphans(older_than=timedelta(0), dry_run=True)
+    got = [e for e in _events(events) if not e["job"]["name"].startswith("rowops.delete")]
+    names = ["compact", "rewrite_manifests", "expire_snapshots", "remove_orphans"]
+    assert [(e["eventType"], e["job"]["name"]) for e in got] == [
+        (kind, f"rowops.{name}.db.t") for name in names for kind in ("START", "COMPLETE")
+    ]
+    (written,) = got[1]["outputs"]
+    assert written["name"] == "db.t" and _version(written) == str(compacted)

@@ -267,6 +267,7 @@ def test_row_level_rebase_reads_concurrent_deletes_through_the_lakes_store(  # t
     assert_readers_agree(s3_lake.table("db.t"), oracle.values(), COLUMNS, None)
 
 
+@pytest.mark.s3  # make test-s3 (the Connect smoke's feed also reads an S3 lake)
 def test_change_feed_of_every_encoding_on_s3(s3_lake) -> None:  # type: ignore[no-untyped-def]
     """``table.changes()`` and ``lake.changes()`` on an S3 lake: a MERGE in each encoding and a rollback,
     each commit's feed the difference of the model's states (delete files and data read through S3A)."""

@@ -179,3 +179,18 @@ def test_merge_row_counts_under_spark_41_keys(lake) -> None:  # type: ignore[no-
             assert merge_keys == {}, summary
         else:
             assert merge_keys == expected | {"copied": copied}, (strategy, sorted(summary.items()))
+        # table.history(): Delta's DESCRIBE HISTORY, newest first, the same counts as operationMetrics
+        merge, create = table.history().collect()
+        assert (merge["operation"], merge["version"], merge["parent_id"]) == (
+            "MERGE",
+            2,
+            create["snapshot_id"],
+        )
+        assert dict(merge["operationParameters"]) == {"strategy": strategy} and not merge["isBlindAppend"]
+        metrics = dict(merge["operationMetrics"])
+        assert metrics["numOutputRows"] == summary["added-records"]
+        assert metrics["numAddedFiles"] == summary["added-data-files"]
+        if copied is not None:
+            assert metrics["numTargetRowsCopied"] == str(copied) and metrics["numTargetRowsInserted"] == "2"
+        assert dict(merge["summary"]) == summary
+        assert create["isBlindAppend"] and create["version"] == 1 and create["parent_id"] is None

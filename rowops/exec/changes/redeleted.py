@@ -8,7 +8,9 @@ positions deleted in one state and not in the other:
 
 The positions come from the delete files (and the key columns of the data files, for equality
 deletes); the data files are then read once, without deletes, and only the rows at those positions
-kept (a broadcast join when the positions fit). Equality deletes scoped by partition
+kept (a broadcast join when the positions fit). The first equality deletes on files nothing deleted
+from before (an upsert's) skip the positions: the files are read once, whole, and probed with the
+keys. Equality deletes scoped by partition
 (``exec/reading/equality_deletes.needs_partition_scope``) are not turned into positions: files under
 them are diffed by two scans instead (:func:`scanned_changes`).
 """
@@ -22,7 +24,11 @@ from pyiceberg.schema import Schema
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from rowops.exec.reading.equality_deletes import equality_deleted_positions, needs_partition_scope
+from rowops.exec.reading.equality_deletes import (
+    equality_deleted_positions,
+    equality_deleted_rows,
+    needs_partition_scope,
+)
 from rowops.exec.reading.file_reads import FILE_COL, POS_COL, broadcast_if_fits, read_data_files
 from rowops.exec.reading.lineage import carries_lineage, resolve_lineage
 from rowops.exec.reading.scan import position_deletes, scan
@@ -76,6 +82,8 @@ def _positioned_changes(
     files: Sequence[LiveFile],
     row_ids: bool,
 ) -> DataFrame:
+    if not row_ids and _first_equality_deletes(old, new, files):
+        return _equality_deleted(spark, schema, new, files)
     deleted_before = _deleted_positions(spark, schema, old, files)
     deleted_after = _deleted_positions(spark, schema, new, files)
     signed = []
@@ -91,6 +99,23 @@ def _positioned_changes(
     size = _position_bytes(old, new, files)
     changed = rows.join(broadcast_if_fits(spark, positions, size), [FILE_COL, POS_COL], "inner")
     return resolve_lineage(spark, changed, files) if lineage else changed
+
+
+def _first_equality_deletes(old: DeleteIndex, new: DeleteIndex, files: Sequence[LiveFile]) -> bool:
+    """No delete applied to ``files`` before, and only equality deletes do after (an upsert's)."""
+    return not old.deletes_applying(files) and not new.position_deletes_applying(files)
+
+
+def _equality_deleted(
+    spark: SparkSession, schema: Schema, new: DeleteIndex, files: Sequence[LiveFile]
+) -> DataFrame:
+    """The rows the equality deletes of ``new`` remove from ``files`` (nothing deleted them before):
+    the data files read once, whole, and probed with the keys; no positions, no second read."""
+    rows = equality_deleted_rows(spark, schema, new, files, whole=True)
+    assert rows is not None, "only files some equality delete applies to are re-deleted here"
+    key_sets = {tuple(d.equality_ids) for d in new.equality_deletes_applying(files)}
+    unique = rows if len(key_sets) == 1 else rows.dropDuplicates([FILE_COL, POS_COL])  # matched twice
+    return unique.withColumn(SIGN, F.lit(-1))
 
 
 def _deleted_positions(

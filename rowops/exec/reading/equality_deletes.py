@@ -240,6 +240,15 @@ def equality_deleted_positions(
     appear more than once). Deletes that need Iceberg's partition scoping
     (:func:`needs_partition_scope`) are not handled here: callers leave such files to a scan.
     """
+    rows = equality_deleted_rows(spark, schema, index, files)
+    return None if rows is None else rows.select(FILE_COL, POS_COL)
+
+
+def equality_deleted_rows(
+    spark: SparkSession, schema: Schema, index: DeleteIndex, files: Sequence[LiveFile], whole: bool = False
+) -> DataFrame | None:
+    """The rows of ``files`` that live equality deletes remove, with ``_file`` and ``_pos``: their key
+    columns, or every column of ``schema`` when ``whole`` (:func:`equality_deleted_positions`)."""
     keyed = [f for f in files if index.equality_deletes_on(f)]
     if not keyed:
         return None
@@ -250,12 +259,16 @@ def equality_deleted_positions(
     seqs = literal_frame(
         spark, [(uris[f.path], f.seq) for f in keyed], [(FILE_COL, "string"), (_SEQ, "bigint")]
     )
-    rows = read_data_files(spark, schema.select(*columns), keyed).join(F.broadcast(seqs), FILE_COL)
+    read = schema if whole else schema.select(*columns)
+    rows = read_data_files(spark, read, keyed).join(F.broadcast(seqs), FILE_COL)
     parts = []
     for key_set in _delete_keys(spark, schema, deletes, keyed):
         probed = _with_prefix_hits(rows, key_set)
         parts.append(probed.join(key_set.rows, _key_match(probed, key_set, True), "left_semi"))
-    return functools.reduce(DataFrame.unionByName, parts).select(FILE_COL, POS_COL)
+    names = [f.name for f in read.fields]
+    return functools.reduce(DataFrame.unionByName, parts).select(
+        *[F.col(f"`{n}`") for n in names], FILE_COL, POS_COL
+    )
 
 
 def apply_equality_deletes(
