@@ -6,8 +6,8 @@
     python -m spark_jobs.upsert_pipeline conf/store_sales_pipeline.toml --batch-id 2024-06-01T10 --json
 
 Options before the config are the CLI's global ones (``--lake``, ``-o KEY=VALUE``, ``--json``); exit
-codes are the CLI's: 0 done (or the batch was committed before), 2 bad config or input, 75 retryable
-conflict, 1 other failure.
+codes are the CLI's: 0 done (or the batch was committed before), 2 bad config or input, 3 commit
+conflict (``--json``: ``retry_safe``), 1 other failure.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 The commands live by concern: ``pipelines.py``, ``inspection.py``, ``maintain.py``; ``text.py`` formats.
 
 Exit codes (``EXIT_*``): 0 success (also a skipped, already committed batch), 2 bad config or input
-(also usage errors), 75 a retryable commit conflict (``EX_TEMPFAIL``: run it again), 1 any other
-failure. ``--json`` prints one JSON document on stdout (errors too); progress goes to stderr: a rich
+(also usage errors), 3 a commit conflict (another writer committed first; ``--json`` says whether the
+same command is safe to run again: ``retry_safe``), 1 any other failure. ``--json`` prints one JSON document on stdout (errors too); progress goes to stderr: a rich
 spinner on a terminal, plain log lines otherwise.
 """
 
@@ -41,7 +41,7 @@ from rowops.pipeline import PipelineConfig, load_config, runner
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
-EXIT_RETRY = 75  # EX_TEMPFAIL (sysexits.h): a conflict; the same command can succeed when run again
+EXIT_CONFLICT = 3  # a commit conflict, retry-safe or not (the JSON error says which)
 
 app = typer.Typer(help="rowops: row-level operations, pipelines and maintenance on Iceberg tables.")
 pipeline_app = typer.Typer(help="Scheduled upsert pipelines (TOML configs).")
@@ -143,9 +143,9 @@ def _ticking(
 
 
 def exit_code(exc: BaseException) -> int:
-    """The exit code of an error: 2 bad input, 75 retryable conflict, 1 anything else."""
+    """The exit code of an error: 2 bad input, 3 commit conflict, 1 anything else."""
     if isinstance(exc, CommitConflictError):
-        return EXIT_RETRY if exc.retry_safe else EXIT_FAILURE
+        return EXIT_CONFLICT
     if isinstance(exc, InvalidInputError | NoSuchTableError):
         return EXIT_BAD_INPUT
     return EXIT_FAILURE
@@ -169,6 +169,8 @@ def guarded(ctx: typer.Context, action: Callable[[Context], T]) -> T:
         log.debug("%s", type(exc).__name__, exc_info=exc)
         if state.as_json:
             error = {"status": "failed", "error": type(exc).__name__, "message": message, "exit_code": code}
+            if isinstance(exc, CommitConflictError):
+                error["retry_safe"] = exc.retry_safe
             print(json.dumps(error, indent=2, sort_keys=True))
         state.err.print(f"error: {message}", highlight=False, markup=False)
         raise typer.Exit(code) from None

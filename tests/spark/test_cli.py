@@ -15,7 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 import rowops
-from rowops.cli import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_RETRY, app, exit_code, parse_duration
+from rowops.catalog.log import LakeLog
+from rowops.cli import EXIT_BAD_INPUT, EXIT_CONFLICT, EXIT_FAILURE, app, exit_code, parse_duration
 from rowops.errors import CommitConflictError, CommitStateUnknownError, NoSuchTableError, PipelineConfigError
 from tests.spark.tables import fingerprint
 
@@ -142,9 +143,9 @@ def test_bad_input_exit_codes_in_processes(tmp_path: Path) -> None:
     assert nolake.returncode == EXIT_BAD_INPUT and "--lake" in nolake.stderr
 
 
-def test_exit_codes_distinguish_retryable_conflicts() -> None:
-    assert exit_code(CommitConflictError("raced", retry_safe=True)) == EXIT_RETRY == 75
-    assert exit_code(CommitConflictError("dropped", retry_safe=False)) == EXIT_FAILURE
+def test_exit_codes_of_conflicts_bad_input_and_failures() -> None:
+    assert exit_code(CommitConflictError("raced", retry_safe=True)) == EXIT_CONFLICT == 3
+    assert exit_code(CommitConflictError("dropped", retry_safe=False)) == EXIT_CONFLICT  # JSON: retry_safe
     assert exit_code(PipelineConfigError("bad")) == exit_code(NoSuchTableError("no")) == EXIT_BAD_INPUT == 2
     assert exit_code(CommitStateUnknownError("maybe")) == EXIT_FAILURE == 1
 
@@ -198,3 +199,19 @@ def test_version_quiet_and_progress_with_spark_tasks(
         app, ["--lake", str(lake.root), "--quiet", "pipeline", "run", str(config), "--batch-id", "b1"]
     )
     assert quiet.exit_code == 0 and quiet.output == "", quiet.output  # already committed: skipped, silently
+
+
+def test_a_conflict_exits_3_and_its_json_says_whether_a_retry_is_safe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rowops.Lakehouse(tmp_path / "lake")  # an empty lake; no Spark session is started
+    for safe in (True, False):
+
+        def raced(*args: object, safe: bool = safe) -> None:
+            raise CommitConflictError("another writer committed first", retry_safe=safe)
+
+        monkeypatch.setattr(LakeLog, "latest", raced)
+        result = CliRunner().invoke(app, ["--lake", str(tmp_path / "lake"), "--json", "tables"])
+        assert result.exit_code == EXIT_CONFLICT
+        error = json.loads(result.stdout)
+        assert (error["error"], error["retry_safe"], error["exit_code"]) == ("CommitConflictError", safe, 3)
