@@ -313,6 +313,15 @@ def test_changes_on_the_command_line(lake: rowops.Lakehouse, tmp_path: Any) -> N
     assert bad.exit_code == EXIT_BAD_INPUT and "Help:" in bad.output
 
 
+@pytest.mark.parametrize(  # make test keeps position deletes (the bug was in re-deleted files)
+    "strategy",
+    [
+        pytest.param("copy-on-write", marks=pytest.mark.slow),
+        "position-delete",
+        pytest.param("equality-delete", marks=pytest.mark.slow),
+        pytest.param("hybrid", marks=pytest.mark.slow),
+    ],
+)
 def test_a_rollback_brings_deleted_and_updated_rows_back(lake: rowops.Lakehouse, strategy: str) -> None:
     """A table rollback and a lake rollback over deletes (positions, vectors, equality keys or
     rewritten files) are the changes that undo them: the rows come back."""
