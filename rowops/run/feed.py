@@ -183,10 +183,14 @@ def _unchanged(commit: FeedCommit) -> bool:
 
 
 def _schema(table: TableTarget, commits: list[FeedCommit]) -> Schema:
-    """The schema of the range's last state (rows of older states are read with it)."""
+    """The schema of the range's last state (rows of older states are read with it): the current
+    schema when that state is its metadata's current snapshot (as ``to_df`` reads it: a column added
+    since the last commit is there, NULL), else the snapshot's own."""
     final = commits[-1].after if commits else None
     if final is None or final.metadata is None:
         return table.metadata.schema()
+    if final.snapshot_id == final.metadata.current_snapshot_id:
+        return final.metadata.schema()
     return schema_of(final.metadata, final.snapshot_id)
 
 

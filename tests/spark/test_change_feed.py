@@ -406,3 +406,14 @@ def test_v3_updates_are_paired_by_the_row_ids_iceberg_java_reads(lake: rowops.La
     for before, after, k in [(snapshots[0], snapshots[1], 1), (snapshots[1], snapshots[2], 2)]:
         old, new = row_ids(before), row_ids(after)
         assert old[k] == new[k] and len(set(new.values())) == len(new)  # one row, one id: the pair
+
+
+def test_a_column_added_since_the_last_commit_is_in_the_feed(lake: rowops.Lakehouse) -> None:
+    """A net feed reads its last state as ``to_df`` does: a column added after the last snapshot (a
+    metadata-only change) is a column of the feed, NULL (found by the lake model's lake-wide rule).
+    A per-commit feed has the columns of its last commit's state."""
+    table = lake.create_table("db.t", frame(lake.spark, {1: ("a", 0)}), identifier=["k"])
+    table.add_columns({"w": "long"})
+    for df in (table.changes(start=0, net=True), lake.changes(start=0, net=True)["db.t"]):
+        assert df.columns[:4] == table.to_df().columns == ["k", "v", "p", "w"]
+        assert [(r["k"], r["w"], r["_change_type"]) for r in df.collect()] == [(1, None, "insert")]

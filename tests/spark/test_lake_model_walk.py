@@ -21,7 +21,7 @@ class Draws:
     def __init__(self, *values: Any) -> None:
         self.values = list(values)
 
-    def draw(self, _strategy: Any) -> Any:
+    def draw(self, _strategy: Any, label: str | None = None) -> Any:
         return self.values.pop(0)
 
 
@@ -53,13 +53,17 @@ def test_a_walk_through_every_later_rule(spark: Any, java: Any, tmp_path: Path) 
         lambda: machine.layout("db.a", "property"),
         lambda: machine.layout("db.a", "partition"),
         lambda: machine.change_feed(
-            "db.a", Draws(machine.lake.version, first)
+            "db.a", Draws(machine.lake.version, first, False)
         ),  # net, across every rule so far
+        lambda: machine.change_feed("db.a", Draws(machine.lake.version, first, True)),  # lake.changes()
         lambda: machine.drop_table("db.b", "register"),
         lambda: machine.statement("db.b", Op("upsert", (3,), 4, POS)),
         lambda: machine.drop_table("db.b", "recreate"),
         lambda: machine.statement("db.b", Op("delete-keys", (2,), 4, POS)),
-        lambda: machine.change_feed("db.b", Draws(machine.lake.version, first)),  # created anew: refused
+        lambda: machine.change_feed(
+            "db.b", Draws(machine.lake.version, first, False)
+        ),  # created anew: refused
+        lambda: machine.change_feed("db.a", Draws(machine.lake.version, first, True)),  # db.b's refusal
         lambda: machine.read_at_time(Draws(first)),
         lambda: machine.cancelled_statement("db.a", Op("upsert", (2, 9), 6, POS)),
         lambda: machine.metadata_tables("db.a"),
