@@ -118,11 +118,13 @@ def _diff_task(
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         io = make_io(io_properties)
-        rows = [r for batch in batches for r in batch.to_pylist()]
-        for group in sorted({r[_GROUP] for r in rows}):
-            paths = {s: [r[_PATH] for r in rows if r[_GROUP] == group and r[_SIDE] == s] for s in (-1, 1)}
-            old = _read(io, paths[-1], target, defaults)
-            new = _read(io, paths[1], target, defaults)
+        paths: dict[int, dict[int, list[str]]] = {}  # group -> side -> paths, in one pass
+        for batch in batches:
+            for r in batch.to_pylist():
+                paths.setdefault(r[_GROUP], {-1: [], 1: []})[r[_SIDE]].append(r[_PATH])
+        for group in sorted(paths):
+            old = _read(io, paths[group][-1], target, defaults)
+            new = _read(io, paths[group][1], target, defaults)
             changed = diff_tables(old, new, keys, out.names[-1])
             if changed.num_rows:
                 yield from changed.cast(out).to_batches()
