@@ -17,7 +17,7 @@ from rowops.catalog.cleanup import (
     remove_orphans,
 )
 from rowops.catalog.history import LakeCommit, changes_back_to, describe
-from rowops.catalog.log import LakeVersion, VersionTaken
+from rowops.catalog.log import VersionTaken
 from rowops.catalog.object_store import S3Storage, check_put_if_absent
 from rowops.catalog.register import register_table
 from rowops.catalog.retention import check_not_expired
@@ -34,6 +34,7 @@ from rowops.errors import (
 )
 from rowops.exec.spark.frames import DataFrame, SparkSession, T
 from rowops.exec.spark.session import configure, create_session
+from rowops.lake_at import LakeAt
 from rowops.maintenance.expiry import gc_enabled
 from rowops.meta.fileio import check_storage_options, has_entries, make_io, s3a_conf
 from rowops.meta.paths import is_remote, lake_location, local_path, normalize_path
@@ -48,57 +49,6 @@ from rowops.transaction import Transaction
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
-
-
-class LakeAt:
-    """A read-only view of every table as of one lake version (``lake.at(...)``)."""
-
-    def __init__(self, lake: Lakehouse, version: LakeVersion) -> None:
-        self.lake = lake
-        self.lake_version = version
-        self._view = PinnedView(lake.catalog, version)
-
-    def __repr__(self) -> str:
-        return f"LakeAt({self.lake.location!r}, version={self.version})"
-
-    def __enter__(self) -> LakeAt:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Let expiries remove what this view reads (done too when it is garbage-collected): while it
-        is open, ``expire_snapshots`` in any process keeps the snapshots of this lake version."""
-        self._view.close()
-
-    @property
-    def version(self) -> int:
-        return self.lake_version.version
-
-    @property
-    def timestamp_ms(self) -> int:
-        return self.lake_version.timestamp_ms
-
-    def table(self, name: str) -> Table:
-        """The table as of this version (reads only; writes raise ReadOnlyError)."""
-        ident = TableIdentifier.parse(name)
-        self._view.load(ident)
-        return Table(self.lake, ident, self._view)
-
-    @checked_call
-    def sql(self, text: str, strategy: str = "auto") -> OperationResult | DataFrame | str:
-        """Run one SQL statement on this lake version (queries only; writes raise ReadOnlyError) (:func:`rowops.sql`): ``MERGE INTO`` / ``UPDATE`` /
-        ``DELETE FROM`` (an ``OperationResult``; after ``EXPLAIN`` the plan text), or a query whose lake
-        tables read their snapshots as of this version (a DataFrame)."""
-        return statements.sql(self, text, strategy)
-
-    def list_tables(self, namespace: str | None = None) -> list[str]:
-        """Names of the tables of a namespace at this version (every table without one)."""
-        if namespace is None:
-            return sorted(self.lake_version.names())
-        prefix = f"{namespace}."
-        return [n for n in self.lake_version.names() if n.startswith(prefix) and "." not in n[len(prefix) :]]
 
 
 def _no_lake(location: str) -> NoSuchLakeError:
@@ -228,7 +178,7 @@ class Lakehouse:
             raise InvalidInputError("Pass exactly one of version= or timestamp= to lake.at()")
         if timestamp is not None:
             millis = int(timestamp.timestamp() * 1000) if isinstance(timestamp, datetime) else int(timestamp)
-            return LakeAt(self, log.version_at(millis))
+            return LakeAt(self, PinnedView(self.catalog, log.version_at(millis)))
         assert version is not None
         latest = log.latest().version
         if not 0 <= version <= latest:
@@ -236,7 +186,7 @@ class Lakehouse:
                 f"Lake version {version} does not exist; versions are 0 to {latest}",
                 help="List versions with lake.history().",
             )
-        return LakeAt(self, log.read(version))
+        return LakeAt(self, PinnedView(self.catalog, log.read(version)))
 
     @checked_call
     def rollback_to(self, version: int) -> int:

@@ -36,6 +36,21 @@ class _NoListener:
         pass
 
 
+class AllListeners:
+    """All staging areas of a transaction, told together about its commit attempts."""
+
+    def __init__(self, listeners: list[CommitListener]) -> None:
+        self.listeners = listeners
+
+    def attempting(self) -> None:
+        for listener in self.listeners:
+            listener.attempting()
+
+    def lost(self) -> None:
+        for listener in self.listeners:
+            listener.lost()
+
+
 class Attempts:
     """The files of one commit's attempts, and what a failure may remove (see the module docstring).
 
@@ -99,3 +114,10 @@ def remove_quietly(io: FileIO, paths: Iterable[str]) -> None:
     for path in paths:
         with contextlib.suppress(Exception):
             io.delete(path)
+
+
+def discard(listener: CommitListener) -> None:
+    """Remove a staging area's files unless a commit attempt may reference them."""
+    discard = getattr(listener, "discard", None)
+    if discard is not None:
+        discard()

@@ -27,6 +27,7 @@ from typing import Any
 
 from rowops.catalog.log import LakeLog, LakeVersion
 from rowops.catalog.storage import AlreadyExists, OutcomeUnknown
+from rowops.errors import BatchAlreadyCommittedError
 
 PREFIX = "_rowops/batches/"
 
@@ -179,3 +180,15 @@ def same_batch_between(log: LakeLog, record: dict[str, Any], after: int, upto: i
         if committed_batch(version) == pair:
             return version
     return None
+
+
+def refuse_committed_batch(log: LakeLog, record: dict[str, Any], after: int, upto: int, txn_id: str) -> None:
+    """Raise when a version in (``after``, ``upto``] committed the batch ``record`` (a transaction's check)."""
+    done = same_batch_between(log, record, after, upto)
+    if done is not None:
+        raise BatchAlreadyCommittedError(
+            f"Batch {record['id']!r} of pipeline {record['app']!r} was committed by transaction "
+            f"{done.transaction.get('id')} (lake version {done.version}) while transaction {txn_id} ran; "
+            "nothing of this one was committed",
+            version=done.version,
+        )

@@ -49,6 +49,12 @@ class TableWork:
     def changed(self) -> bool:
         return self.created or self.dropped or bool(self.steps)
 
+    def snapshots_made(self) -> set[int]:
+        """The snapshots this transaction added to the working copy (all of them for a new table)."""
+        if self.created:
+            return {s.snapshot_id for s in self.metadata.snapshots}
+        return {step.snapshot_id for step in self.steps if isinstance(step, DeltaStep)}
+
 
 def transaction_record(
     tx_id: str,

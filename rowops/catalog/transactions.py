@@ -27,8 +27,8 @@ from typing import Any
 from pyiceberg.table.metadata import TableMetadata
 
 from rowops import faults
-from rowops.catalog.attempts import Attempts, CommitListener, remove_quietly
-from rowops.catalog.batches import same_batch_between
+from rowops.catalog.attempts import AllListeners, Attempts, CommitListener, discard, remove_quietly
+from rowops.catalog.batches import refuse_committed_batch
 from rowops.catalog.history import created_counts
 from rowops.catalog.leases import pin_newest
 from rowops.catalog.log import LakeVersion, TableEntry
@@ -51,7 +51,6 @@ from rowops.catalog.tables import MAX_COMMIT_ATTEMPTS, LoadedTable, TableCatalog
 from rowops.commit.refs import RefChange
 from rowops.commit.row_delta import RowDelta, apply
 from rowops.errors import (
-    BatchAlreadyCommittedError,
     CommitConflictError,
     ConflictKind,
     InvalidInputError,
@@ -66,21 +65,6 @@ from rowops.request.identifiers import TableIdentifier
 
 ISOLATION_LEVELS = ("serializable", "snapshot")
 DEFAULT_ISOLATION = "serializable"
-
-
-class _Listeners:
-    """All staging areas of a transaction, told together about its commit attempts."""
-
-    def __init__(self, listeners: list[CommitListener]) -> None:
-        self.listeners = listeners
-
-    def attempting(self) -> None:
-        for listener in self.listeners:
-            listener.attempting()
-
-    def lost(self) -> None:
-        for listener in self.listeners:
-            listener.lost()
 
 
 class LakeTransaction:
@@ -103,9 +87,7 @@ class LakeTransaction:
         self.listeners: list[CommitListener] = []
         self.replays = 0
         self._garbage: list[str] = []
-        self.batch: dict[str, Any] | None = (
-            None  # a pipeline batch committed exactly once (catalog/batches.py)
-        )
+        self.batch: dict[str, Any] | None = None  # a pipeline batch, committed once (catalog/batches)
         self._batch_checked = self.pinned.version
         weakref.finalize(self, self.lease.release)
 
@@ -211,7 +193,7 @@ class LakeTransaction:
         work.files = []
         for listener in work.listeners:
             self.listeners.remove(listener)
-            _discard(listener)
+            discard(listener)
         work.listeners = []
 
     # -- ending ----------------------------------------------------------------------------------
@@ -230,7 +212,7 @@ class LakeTransaction:
             self.state = "committed"
             remove_quietly(self.catalog.io, self._garbage)
             return None
-        attempts = Attempts(self.catalog.io, _Listeners(self.listeners))
+        attempts = Attempts(self.catalog.io, AllListeners(self.listeners))
         attempts.current = [f for w in changed for f in w.files]
         attempts.garbage = list(self._garbage)
         try:
@@ -360,7 +342,7 @@ class LakeTransaction:
         work.log_start = len(current.snapshot_log)
 
     def _write_metadata(self, work: TableWork, attempts: Attempts) -> str:
-        ours = self._snapshots_made(work)
+        ours = work.snapshots_made()
         work.metadata, dropped = publishable(work.metadata, ours, self.catalog.io, work.log_start)
         if dropped:  # snapshots no ref reaches: referenced by nothing published
             gone = set(dropped)
@@ -380,13 +362,6 @@ class LakeTransaction:
         sync_files(work.files)  # this table's manifests and metadata (data files: at commit_delta)
         return location
 
-    @staticmethod
-    def _snapshots_made(work: TableWork) -> set[int]:
-        """The snapshots this transaction added to the working copy (all of them for a new table)."""
-        if work.created:
-            return {s.snapshot_id for s in work.metadata.snapshots}
-        return {step.snapshot_id for step in work.steps if isinstance(step, DeltaStep)}
-
     def _validate_reads(self, latest: LakeVersion) -> None:
         """Serializable: no table this transaction read may have changed since it began (LakeVilla R2).
 
@@ -404,15 +379,8 @@ class LakeTransaction:
         """A pipeline batch: no version committed since the last check may carry the same batch."""
         if self.batch is None or latest.version <= self._batch_checked:
             return
-        done = same_batch_between(self.catalog.log, self.batch, self._batch_checked, latest.version)
+        refuse_committed_batch(self.catalog.log, self.batch, self._batch_checked, latest.version, self.id)
         self._batch_checked = latest.version
-        if done is not None:
-            raise BatchAlreadyCommittedError(
-                f"Batch {self.batch['id']!r} of pipeline {self.batch['app']!r} was committed by transaction "
-                f"{done.transaction.get('id')} (lake version {done.version}) while transaction {self.id} ran; "
-                "nothing of this one was committed",
-                version=done.version,
-            )
 
     def _conflict(
         self,
@@ -429,11 +397,4 @@ class LakeTransaction:
 
     def _discard_staged(self) -> None:
         for listener in self.listeners:
-            _discard(listener)
-
-
-def _discard(listener: CommitListener) -> None:
-    """Remove a staging area's files unless a commit attempt may reference them."""
-    discard = getattr(listener, "discard", None)
-    if discard is not None:
-        discard()
+            discard(listener)

@@ -36,7 +36,8 @@ from rowops.errors import (
 from rowops.exec.spark.compat import active_session, running_tasks
 from rowops.exec.spark.session import use_log_level
 from rowops.lakehouse import Lakehouse
-from rowops.pipeline import PipelineConfig, load_config, runner
+from rowops.pipeline import PipelineConfig, load_config
+from rowops.pipeline.lake import lake_for
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -154,7 +155,7 @@ def exit_code(exc: BaseException) -> int:
 def pipeline_lake(state: Context, config: str) -> tuple[PipelineConfig, Lakehouse]:
     """The parsed pipeline config and the lake it names (``--lake`` / ``ROWOPS_LAKE`` first)."""
     parsed = load_config(config)
-    return parsed, runner.lake_for(parsed, state.lake_location, state.storage_options)
+    return parsed, lake_for(parsed, state.lake_location, state.storage_options)
 
 
 def guarded(ctx: typer.Context, action: Callable[[Context], T]) -> T:

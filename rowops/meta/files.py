@@ -24,12 +24,12 @@ from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, PrimitiveType, StringType
 
 from rowops.errors import SnapshotExpiredError
-from rowops.meta.evolution import absent_ids, defaulted_ids, promoted_ids, stored_types
 from rowops.meta.fileio import read_footer
 from rowops.meta.lineage import with_lineage
 from rowops.meta.manifests import PartitionFilter, read_live
 from rowops.meta.metrics import statistics_plan
 from rowops.meta.paths import normalize_path, to_uri
+from rowops.meta.stored_schema import absent_ids, defaulted_ids, promoted_ids, stored_types
 from rowops.meta.v3 import V3, is_deletion_vector, read_manifest_list, referenced_data_file
 
 FILE_PATH_ID, POS_ID = 2147483546, 2147483545

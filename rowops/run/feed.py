@@ -29,9 +29,9 @@ from rowops.catalog.tables import TableCatalog
 from rowops.errors import InvalidInputError, SnapshotExpiredError
 from rowops.exec.changes.feed import appended_rows_of, state_changes, union_commits, with_commit
 from rowops.exec.checks.expressions import check_condition
-from rowops.meta.evolution import schema_of
 from rowops.meta.files import TableFiles, live_files
 from rowops.meta.lineage import ROW_ID
+from rowops.meta.stored_schema import schema_of
 from rowops.meta.v3 import V3
 from rowops.plan.feed import FileDiff, file_diff, only_rewrites
 

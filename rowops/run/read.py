@@ -20,8 +20,8 @@ from pyiceberg.expressions import AlwaysTrue
 from rowops.exec.checks.expressions import case_sensitive, check_condition
 from rowops.exec.reading.scan import scan
 from rowops.exec.spark.types import to_spark_schema
-from rowops.meta.evolution import schema_of
 from rowops.meta.files import live_files
+from rowops.meta.stored_schema import schema_of
 from rowops.plan.predicates import candidates, translate
 
 if TYPE_CHECKING:

@@ -19,6 +19,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "api",
         (
             "rowops.lakehouse",
+            "rowops.lake_at",
             "rowops.catalog_lakehouse",
             "rowops.transaction",
             "rowops.statements",

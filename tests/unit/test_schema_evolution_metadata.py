@@ -14,7 +14,7 @@ from pyiceberg.types import DecimalType, IntegerType, LongType, NestedField, Str
 from rowops.commit.rebase import find_conflict
 from rowops.commit.row_delta import RowDelta
 from rowops.errors import CommitConflictError, ConflictKind, InvalidSchemaChangeError
-from rowops.meta import evolution
+from rowops.meta import evolution, stored_schema
 from rowops.meta.fileio import make_io
 from rowops.meta.files import TableFiles
 
@@ -40,7 +40,7 @@ def test_changes_follow_the_v2_spec() -> None:
     assert m2.schema().find_field("label").field_id == 4
     m3 = evolution.widen_column(m2, "n", "bigint").apply(m2, None)
     m3 = evolution.widen_column(m3, "amt", "decimal(14,2)").apply(m3, None)
-    assert evolution.promoted_ids(m3) == frozenset({2, 3})
+    assert stored_schema.promoted_ids(m3) == frozenset({2, 3})
     m4 = evolution.drop_column(m3, "note").apply(m3, None)
     assert m4.schema().column_names == ["k", "n", "amt", "label", "score"]
     assert m4.last_column_id == 6  # ids are never reused
