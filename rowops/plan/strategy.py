@@ -141,7 +141,8 @@ class Decision:
     ``clears_debt``: a copy-on-write chosen by cost, priced (``cost.strategy_costs``) as rewriting
     every candidate file that deletes apply to, touched or not, so that it clears their read debt.
     ``by_key``: that copy-on-write rewrites every candidate file by the source's keys, without a join
-    (``cost.keyed_rewrite_cost``, ``exec/rewriting/keyed_rewrite.py``).
+    (``cost.keyed_rewrite_cost``, ``exec/rewriting/keyed_rewrite.py``); a position-delete decision finds
+    the positions by key, without a join (``exec/writing/keyed_deletes.py``).
     """
 
     strategy: str
@@ -185,7 +186,8 @@ def choose_strategy(
     field a data file's spec lacks, so only an explicit request writes them. ``by_key``: the MERGE
     can be rewritten by key (a blind upsert on unique integer keys): where its keys are the table's
     identifier (at most one live row per key), its copy-on-write, chosen or requested, runs as the
-    cheaper of the join and the rewrite by key (:func:`rowops.plan.cost.keyed_rewrite_cost`).
+    cheaper of the join and the rewrite by key (:func:`rowops.plan.cost.keyed_rewrite_cost`), and its
+    requested position deletes are found by key (``exec/writing/keyed_deletes.py``).
 
     >>> from rowops.request.operations import simple_merge_spec
     >>> facts = TableFacts(identifier=("k",), partition_sources=("k",), data_files=4)
@@ -212,6 +214,8 @@ def choose_strategy(
     (True, 'requested; rewritten by key, no join')
     >>> choose_strategy("copy-on-write", simple_merge_spec(["k"]), facts, est, by_key=True).by_key
     False
+    >>> choose_strategy("position-delete", simple_merge_spec(["k"]), facts, est, by_key=True).reason
+    'requested; positions found by key, no join'
     >>> no_key = TableFacts(identifier=(), partition_sources=("k",), data_files=4)
     >>> choose_strategy("copy-on-write", simple_merge_spec(["k"]), no_key, dense, by_key=True).by_key
     False
@@ -234,6 +238,8 @@ def choose_strategy(
     by_key = by_key and on is not None and set(on) == set(facts.identifier)
     if requested == COPY_ON_WRITE and by_key and estimate is not None:
         return _copy_on_write(reason, estimate, read_weight)
+    if requested == POSITION_DELETE and by_key:
+        return Decision(POSITION_DELETE, f"{reason}; positions found by key, no join", by_key=True)
     if requested != "auto":
         return Decision(requested, reason)
     if facts.data_files == 0:

@@ -32,7 +32,14 @@ from rowops.plan.explain import PlanReport
 from rowops.plan.metadata_delete import METADATA_ONLY, WholeFileDelete, whole_file_delete, whole_reason
 from rowops.plan.predicates import candidates as predicate_candidates
 from rowops.plan.pruning import prune_files
-from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, Decision, choose_strategy, table_facts
+from rowops.plan.strategy import (
+    COPY_ON_WRITE,
+    EQUALITY_DELETE,
+    POSITION_DELETE,
+    Decision,
+    choose_strategy,
+    table_facts,
+)
 from rowops.request.operations import DeleteSpec, MergeSpec, OperationSpec, UpdateSpec, describe
 from rowops.request.properties import isolation_level, row_level_conflicts
 
@@ -59,7 +66,7 @@ class Planned:
     report: PlanReport
     source_keys: SourceKeys | None = None
     whole_files: WholeFileDelete | None = None  # a DELETE committed by metadata alone
-    key_codec: KeyCodec | None = None  # a copy-on-write rewritten by key (``Decision.by_key``)
+    key_codec: KeyCodec | None = None  # run by key, no join (``Decision.by_key``)
     # files outside the candidates whose read debt a copy-on-write chosen by cost clears on the way
     paydown: tuple[LiveFile, ...] = ()
 
@@ -147,15 +154,17 @@ def plan(table: TableTarget, spec: OperationSpec, source: DataFrame | None, stra
 
 
 def _may_rewrite_by_key(spec: OperationSpec, strategy: str, loaded: LoadedTable) -> bool:
-    """Whether ``strategy`` (the requested or pinned one) may run ``spec`` as a copy-on-write
-    rewritten by key (``exec/rewriting/keyed_rewrite.py``): ``auto``, or a copy-on-write of a blind upsert,
-    unless the table property ``rowops.rewrite.by-key.enabled`` is ``false``."""
+    """Whether ``strategy`` (the requested or pinned one) may run ``spec`` by key, without a join: as
+    a copy-on-write rewritten by key (``exec/rewriting/keyed_rewrite.py``; ``auto``, or a copy-on-write
+    of a blind upsert) or as position deletes found by key (``exec/writing/keyed_deletes.py``; a
+    requested position-delete blind upsert), unless the table property
+    ``rowops.rewrite.by-key.enabled`` is ``false``."""
     if _property(loaded, BY_KEY_PROPERTY, "true").lower() != "true":
         return False
     if loaded.metadata.format_version >= V3:  # no join: the updated rows would get new row ids
         return False
     upsert = isinstance(spec, MergeSpec) and spec.key_upsert_or_delete == "upsert"
-    return strategy == "auto" or (strategy == COPY_ON_WRITE and upsert)
+    return strategy == "auto" or (strategy in (COPY_ON_WRITE, POSITION_DELETE) and upsert)
 
 
 def _runtime_filter(loaded: LoadedTable) -> bool:

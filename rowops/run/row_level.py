@@ -37,6 +37,7 @@ from rowops.exec.spark.session import operation_conf
 from rowops.exec.spark.stats import physical_plan
 from rowops.exec.writing import equality_writes, strategies
 from rowops.exec.writing.context import WriteContext, Written, removed_by_path
+from rowops.exec.writing.keyed_deletes import keyed_position_delete
 from rowops.exec.writing.write import Staging, staging
 from rowops.meta.delete_index import dangling_equality_deletes
 from rowops.meta.files import TableFiles, data_files_from_parquet
@@ -46,6 +47,7 @@ from rowops.plan.strategy import (
     COPY_ON_WRITE,
     EQUALITY_DELETE,
     HYBRID,
+    POSITION_DELETE,
     equality_delete_specs,
     table_facts,
 )
@@ -155,25 +157,27 @@ def _encode(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int
 
 
 def _rewrite_by_key(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[str, int | None]] | None:
-    """The copy-on-write rewritten by key (``Decision.by_key``), without a join
-    (``exec/rewriting/keyed_rewrite.py``), and its row counts: every live target row of a source key is
-    replaced (updated), the other source rows are inserted (the keys are the table's identifier
-    and unique in the source). None: not chosen, or some file needs Spark's rewrite (nothing written).
+    """The operation run by key, without a join (``Decision.by_key``), and its row counts: a
+    copy-on-write rewrites the candidate files by key (``exec/rewriting/keyed_rewrite.py``), position
+    deletes are found by key (``exec/writing/keyed_deletes.py``). Every live target row of a source
+    key is replaced (updated), the other source rows are inserted (the keys are the table's identifier
+    and unique in the source). None: not chosen, or some file needs the join (nothing written).
     """
     if planned.key_codec is None or planned.source is None or planned.source_keys is None:
         return None
-    rows = planned.source_keys.rows
-    written = keyed_copy_on_write(
-        ctx,
-        planned.source,
-        rows,
-        planned.key_codec,
-        planned.candidates + planned.paydown,
-        planned.read_weight,
-        planned.source_keys.codes,
-    )
+    rows, keys = planned.source_keys.rows, planned.source_keys.codes
+    if planned.decision.strategy == POSITION_DELETE:
+        written = keyed_position_delete(
+            ctx, planned.source, rows, planned.key_codec, planned.candidates, keys
+        )
+    else:
+        candidates = planned.candidates + planned.paydown
+        written = keyed_copy_on_write(
+            ctx, planned.source, rows, planned.key_codec, candidates, planned.read_weight, keys
+        )
     if written is None:
         return None
+    assert rows is not None, "a run by key knows the source's row count (its keys were collected)"
     updated = sum(written.changed_rows.values())
     return written, {"insert": rows - updated, "update": updated, "delete": 0}
 
