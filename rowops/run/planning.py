@@ -161,9 +161,9 @@ def _may_rewrite_by_key(spec: OperationSpec, strategy: str, loaded: LoadedTable)
     ``rowops.rewrite.by-key.enabled`` is ``false``."""
     if _property(loaded, BY_KEY_PROPERTY, "true").lower() != "true":
         return False
-    if loaded.metadata.format_version >= V3:  # no join: the updated rows would get new row ids
-        return False
     upsert = isinstance(spec, MergeSpec) and spec.key_upsert_or_delete == "upsert"
+    if loaded.metadata.format_version >= V3:  # a rewrite by key cannot know the updated rows' ids
+        return strategy == POSITION_DELETE and upsert  # the delete tasks find them
     return strategy == "auto" or (strategy in (COPY_ON_WRITE, POSITION_DELETE) and upsert)
 
 

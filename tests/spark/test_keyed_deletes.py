@@ -21,12 +21,16 @@ from tests.spark.tables import COLUMNS, Row, frame, make_row
 OFF = {"rowops.rewrite.by-key.enabled": "false"}
 
 
-def _twins(lake, rows: list[Row], identifier: list[str] | None = None):  # type: ignore[no-untyped-def]
+def _twins(lake, rows: list[Row], version: int = 2):  # type: ignore[no-untyped-def]
     """The table found by key and its twin that joins, with the same rows."""
     made = []
     for name in ("db.by_key", "db.joined"):
         table = lake.create_table(
-            name, frame(lake.spark, rows), partition_by=["bucket(4, k)"], identifier=identifier or ["k"]
+            name,
+            frame(lake.spark, rows),
+            partition_by=["bucket(4, k)"],
+            identifier=["k"],
+            format_version=version,
         )
         made.append(table)
     made[1].set_properties(**OFF)
@@ -51,13 +55,15 @@ def _one_delete_file_per_data_file(table) -> None:  # type: ignore[no-untyped-de
     assert set(targets) <= {f.path for f in files.data}
 
 
-def test_position_deletes_of_an_upsert_are_found_by_key(lake, java, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    "version", [2, pytest.param(3, marks=pytest.mark.slow)], ids=["v2", "v3"]
+)  # v3 in make test: test_row_lineage.py::test_upsert_by_key_keeps_stored_and_inherited_row_ids
+def test_position_deletes_of_an_upsert_are_found_by_key(lake, java, monkeypatch, version) -> None:  # type: ignore[no-untyped-def]
     """Three upserts over overlapping keys: the by-key table never runs the join's summary pass, says
-    so in its plan, and carries each file's earlier positions into its one new delete file; a file
-    all of whose rows were updated is removed instead of deleted row by row. Counts and rows equal
-    the join's, through every reader."""
+    so in its plan, and carries each file's earlier positions into its one new delete file (a
+    deletion vector on v3). Counts and rows equal the join's, through every reader."""
     expected = {k: make_row(k) for k in range(300)}
-    by_key, joined = _twins(lake, list(expected.values()))
+    by_key, joined = _twins(lake, list(expected.values()), version)
     summaries: list[int] = []
     monkeypatch.setattr(operations, "summarize", lambda *a, **k: summaries.append(1) or summarize(*a, **k))
     batches = [

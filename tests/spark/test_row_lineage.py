@@ -148,3 +148,21 @@ def test_copy_on_write_delete_keeps_row_ids(lake, java_lineage) -> None:  # type
     table.delete("k = 2", strategy="copy-on-write")
     seen = _lineage(_cold(lake), java_lineage)
     assert seen == {0: (0, 1), 1: (1, 1), 3: (3, 1)}, seen
+
+
+def test_upsert_by_key_keeps_stored_and_inherited_row_ids(lake, java_lineage) -> None:  # type: ignore[no-untyped-def]
+    """A position-delete upsert finds its rows by key (``exec/writing/keyed_deletes.py``): k = 1, whose
+    id a copy-on-write stored in its new file, and k = 2, whose id its file inherits, keep their ids
+    and take sequence number 3; k = 9 gets a new id."""
+    table = _create(lake)
+    table.update({"v": "1"}, where="k = 1", strategy="copy-on-write")
+    source = lake.spark.createDataFrame([(1, 11), (2, 22), (9, 9)], "k long, v int")
+    merge = table.merge(source, on=["k"]).when_matched().update_all().when_not_matched().insert_all()
+    result = merge.execute(strategy="position-delete")
+    assert "positions found by key" in result.explain
+    cold = _cold(lake)
+    seen = _lineage(cold, java_lineage)
+    new_id, new_seq = seen.pop(9)
+    assert seen == {0: (0, 1), 1: (1, 3), 2: (2, 3), 3: (3, 1)}, seen
+    assert 4 <= new_id < cold.metadata.next_row_id and new_seq == 3, (new_id, new_seq)
+    assert_readers_agree(cold, [(0, 0), (1, 11), (2, 22), (3, 0), (9, 9)], ["k", "v"], java_lineage)

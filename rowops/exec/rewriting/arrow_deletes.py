@@ -237,6 +237,11 @@ class DeletedKeys:
         return codes
 
 
+def row_codes(codec: KeyCodec, data: pa.RecordBatch | pa.Table) -> np.ndarray:
+    """The code of each row of ``data`` (columns with field ids) under ``codec`` (-1: out of range)."""
+    return codec.encode(*_columns(data, codec.field_ids))
+
+
 def _columns(data: pa.RecordBatch | pa.Table, field_ids: Sequence[int]) -> Columns:
     """The columns with ``field_ids`` as int64 arrays (NULLs as 0) and their NULL masks."""
     by_id = field_indexes(data.schema)

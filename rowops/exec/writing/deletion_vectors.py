@@ -98,23 +98,41 @@ def write_deletion_vectors(
     paths = [f.data_file.file_path for f in data_files]
     task = _write_task(directory, dict(io.properties), paths)
     written = rows.repartition(tasks, _INDEX).mapInArrow(task, _WRITTEN).collect()
-    sizes = {r["path"]: int(r["size"]) for r in written}
-    for path, size in sizes.items():  # executors wrote where the driver reads (shared storage)
+    targets = [data_files[int(r["file_index"])] for r in written]
+    found = [
+        (t, r["path"], r["offset"], r["length"], r["cardinality"], r["size"])
+        for t, r in zip(targets, written, strict=True)
+    ]
+    return list(zip(verified_vectors(io, found), targets, strict=True))
+
+
+Vector = tuple[LiveFile, str, int, int, int, int]  # data file, Puffin file, offset, length, cardinality, size
+
+
+def verified_vectors(io: FileIO, vectors: Sequence[Vector]) -> list[WrittenFile]:
+    """The deletion vectors executors wrote, with their manifest entries, after checking that the
+    driver reads each Puffin file at its written size (shared storage)."""
+    sizes = {path: int(size) for _, path, _, _, _, size in vectors}
+    for path, size in sizes.items():
         if len(io.new_input(path)) != size:
             raise WriteVerificationError(
                 f"The deletion vector file {path} the executors wrote is not readable"
             )
-    out = []
-    for r in written:
-        target = data_files[int(r["file_index"])]
-        entry = _dv_entry(target, r["path"], int(r["offset"]), int(r["length"]), int(r["cardinality"]), sizes)
-        out.append((WrittenFile(normalize_path(r["path"]), target.partition, entry), target))
-    return out
+    return [
+        WrittenFile(
+            normalize_path(path),
+            target.partition,
+            dv_entry(target, path, int(offset), int(length), int(cardinality), sizes),
+        )
+        for target, path, offset, length, cardinality, _ in vectors
+    ]
 
 
-def _dv_entry(
+def dv_entry(
     target: LiveFile, path: str, offset: int, length: int, cardinality: int, sizes: dict[str, int]
 ) -> DataFile:
+    """The manifest entry of the deletion vector of ``target`` at ``offset``/``length`` in the Puffin
+    file ``path`` (of ``sizes[path]`` bytes)."""
     entry = DataFile.from_args(
         _table_format_version=V3,
         content=DataFileContent.POSITION_DELETES,
