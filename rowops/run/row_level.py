@@ -166,6 +166,7 @@ def _rewrite_by_key(planned: Planned, ctx: WriteContext) -> tuple[Written, dict[
     if planned.key_codec is None or planned.source is None or planned.source_keys is None:
         return None
     rows, keys = planned.source_keys.rows, planned.source_keys.codes
+    job_step(f"3/4: find and write the rows of the source's keys in {len(planned.candidates)} files")
     if planned.decision.strategy == POSITION_DELETE:
         written = keyed_position_delete(
             ctx, planned.source, rows, planned.key_codec, planned.candidates, keys

@@ -52,6 +52,7 @@ def _table(lake: Any, rows: int = 40) -> Any:
 def test_an_operations_jobs_are_named_grouped_tagged_and_the_callers_restored(lake) -> None:  # type: ignore[no-untyped-def]
     spark, sc = lake.spark, lake.spark.sparkContext
     table = _table(lake)
+    table.set_properties(**{"rowops.rewrite.by-key.enabled": "false"})  # all four steps: scan, then write
     sc.setJobGroup("callers-group", "the caller's job")
     sc.addJobTag("callers-tag")
     try:

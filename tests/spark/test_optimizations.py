@@ -46,7 +46,8 @@ def test_colocated_merge_never_shuffles_the_target(lake, big, strategy) -> None:
 
 
 def test_shuffled_join_when_colocation_disabled(lake, big) -> None:  # type: ignore[no-untyped-def]
-    big.set_properties(**{"rowops.colocated-join.enabled": "false"})
+    # the join's plan: a blind upsert's position deletes are otherwise found by key (no join)
+    big.set_properties(**{"rowops.colocated-join.enabled": "false", "rowops.rewrite.by-key.enabled": "false"})
     source = wide_source(lake.spark, 97)
     text = rowops.explain(source, big, on=["k"], strategy="position-delete")
     assert "co-located join: no (disabled by table property" in text
@@ -63,6 +64,7 @@ def test_shuffled_join_when_colocation_disabled(lake, big) -> None:  # type: ign
 
 
 def test_colocated_plan_has_no_exchange_on_target(lake, big) -> None:  # type: ignore[no-untyped-def]
+    big.set_properties(**{"rowops.rewrite.by-key.enabled": "false"})  # the join's plan, not the run by key
     source = wide_source(lake.spark, 97)
     target = scan(lake.spark, big.schema, big.files(), row_ids=True)
     changes = merge_changes(target, source, simple_merge_spec(["k"]), big.schema.column_names, colocated=True)
