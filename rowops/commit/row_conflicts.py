@@ -41,7 +41,7 @@ from rowops.commit.read_set import ColumnBounds, ReadSet
 from rowops.errors import ConflictKind
 from rowops.meta.fileio import filesystem
 from rowops.meta.files import DV_SEPARATOR, FILE_PATH_ID, LiveFile, TableFiles
-from rowops.meta.paths import normalize_path, to_uri
+from rowops.meta.paths import normalize_path
 from rowops.meta.puffin import read_deletion_vector
 from rowops.meta.v3 import content_range, is_deletion_vector, referenced_data_file
 from rowops.plan.pruning import Bounds
@@ -185,7 +185,7 @@ class _Rows:
             fs, path = filesystem(self.io, vector.file_path)
             self._positions[key] = read_deletion_vector(fs, path, *where)
         if key not in self._positions:
-            forms = sorted({data.data_file.file_path, data.path, to_uri(data.path), "file://" + data.path})
+            forms = sorted(data.names_in_deletes)
             fs, path = filesystem(self.io, delete_path)
             table = pq.read_table(path, columns=["pos"], filters=[("file_path", "in", forms)], filesystem=fs)
             self._positions[key] = BitMap64(table.column("pos").to_pylist())

@@ -110,6 +110,13 @@ class LiveFile:
         bounds = self.referenced_paths
         return bounds[0] if bounds is not None and bounds[0] == bounds[1] else None
 
+    @property
+    def names_in_deletes(self) -> tuple[str, ...]:
+        """How a position delete file may name this data file: the manifest's path first, then its
+        key, ``file:`` URI and ``file://`` form."""
+        forms = [self.data_file.file_path, self.path, to_uri(self.path), "file://" + self.path]
+        return tuple(dict.fromkeys(forms))
+
     def may_reference(self, data_path: str) -> bool:
         """Whether this position delete file can name ``data_path`` (from its file_path bounds only)."""
         bounds = self.referenced_paths

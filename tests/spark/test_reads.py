@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 import rowops
-from rowops.exec.reading import equality_deletes, packed_keys, scan
+from rowops.exec.reading import equality_deletes, packed_keys, position_keys, scan
 from rowops.exec.reading.packed_keys import packed_key
 from rowops.exec.rewriting.arrow_deletes import KeyCodec
+from rowops.exec.spark.listing import spark_name
 from rowops.exec.spark.session import session_conf
 from rowops.exec.spark.stats import BROADCAST_CAP_CONF
 from rowops.meta.paths import normalize_path
@@ -181,19 +182,67 @@ def test_delete_sets_are_broadcast_when_their_counted_size_fits(lake) -> None:  
             assert {r["k"]: r["n"] for r in df.collect()} == expected
 
 
-@pytest.mark.parametrize("keyed_by_position", [True, False])
-def test_position_deletes_remove_their_file_rows_only(lake, monkeypatch, keyed_by_position) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("join", ["row key", "position", "pair"])
+def test_position_deletes_remove_their_file_rows_only(lake, monkeypatch, join) -> None:  # type: ignore[no-untyped-def]
     """Every file of the table has rows at the positions deleted in the others: only the named file's
-    row goes, whether the anti-join hashes positions (names compared in its residual) or pairs."""
-    monkeypatch.setattr(scan, "MAX_FILES_KEYED_BY_POSITION", 64 if keyed_by_position else 0)
+    row goes, whether the anti-join hashes one long per row (``position_keys``), or by name: positions
+    (names compared in its residual) or (name, position) pairs."""
+    monkeypatch.setattr(position_keys, "MAX_FILES", 4096 if join == "row key" else 0)
+    monkeypatch.setattr(scan, "MAX_FILES_KEYED_BY_POSITION", 64 if join == "position" else 0)
     table = _table(lake)
     changed = [make_row(k, 1) for k in range(ROWS) if k % 13 == 0]
     rowops.merge(frame(lake.spark, changed), table, on=["k"], strategy="position-delete")
     assert len({f.path for f in table.files().data if f.seq == 1}) == 4  # all four base files touched
     df = table.to_df()
     plan = df._jdf.queryExecution().executedPlan().toString()
-    assert ("_delete_file" in plan) is keyed_by_position
+    assert ("_delete_file" in plan) is (join == "position")
+    assert (position_keys.KEY in plan) is (join == "row key")
     assert {r["k"]: r["n"] for r in df.collect()} == {k: 1 if k % 13 == 0 else 0 for k in range(ROWS)}
+
+
+_PLAN_KEYS = position_keys.plan_keys
+
+
+def _named_plan(files: Any) -> position_keys.KeyPlan | None:
+    """A key plan as for files that all share one size: each recognised by name."""
+    plan = _PLAN_KEYS(files)
+    if plan is None:
+        return None
+    top = max(f.size for f in files)
+    slots = {f.path: top + 1 + i for i, f in enumerate(files)}
+    named = {spark_name(f.path): slots[f.path] for f in files}
+    return position_keys.KeyPlan(plan.files, plan.stride, slots, named)
+
+
+def test_row_keys_of_files_sharing_a_size_use_their_names(lake, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Files whose sizes are not distinct are keyed by name (their rows' key ranges past the largest
+    size): the deletes still remove exactly their rows."""
+    monkeypatch.setattr(position_keys, "plan_keys", _named_plan)
+    table = _table(lake)
+    changed = [make_row(k, 1) for k in range(ROWS) if k % 13 == 0]
+    rowops.merge(frame(lake.spark, changed), table, on=["k"], strategy="position-delete")
+    df = table.to_df()
+    assert {r["k"]: r["n"] for r in df.collect()} == {k: 1 if k % 13 == 0 else 0 for k in range(ROWS)}
+    named = _named_plan(table.files().data[:2])
+    assert named is not None and "_metadata.file_path = " in str(position_keys.row_key(named))
+
+
+def test_a_file_larger_than_its_manifest_says_fails_the_read(lake, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Row keys come from the manifests' file sizes: a file whose size differs (metadata that breaks
+    the spec) fails the read with a Help line instead of keeping the rows its deletes remove."""
+    table = _table(lake)
+    rowops.merge(frame(lake.spark, [make_row(0, 1)]), table, on=["k"], strategy="position-delete")
+    real = position_keys.plan_keys
+
+    def off_by_one(files: Any) -> position_keys.KeyPlan | None:
+        plan = real(files)
+        assert plan is not None and not plan.named
+        slots = {path: size + 1 for path, size in plan.slots.items()}
+        return position_keys.KeyPlan(plan.files, plan.stride, slots, {})
+
+    monkeypatch.setattr(position_keys, "plan_keys", off_by_one)
+    with pytest.raises(Exception, match="differs from its manifest's file_size_in_bytes"):
+        table.to_df().collect()
 
 
 def _hash_keys(df: Any) -> list[str]:

@@ -21,6 +21,7 @@ from pyiceberg.schema import Schema
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from rowops.exec.reading import position_keys
 from rowops.exec.reading.equality_deletes import apply_equality_deletes
 from rowops.exec.reading.file_reads import (
     FILE_COL,
@@ -140,15 +141,48 @@ def _deleted(
     spark: SparkSession, schema: Schema, index: DeleteIndex, dirty: Sequence[LiveFile], row_ids: bool
 ) -> DataFrame:
     """Rows of data files some delete applies to, those deletes applied; with ids when ``row_ids`` or
-    position deletes need them."""
+    position deletes need them. Files under position deletes only are anti-joined by a row key
+    (``exec/reading/position_keys.py``), files under equality deletes by name and position."""
+    keyed = [f for f in dirty if index.equality_deletes_on(f)]
+    unkeyed = [f for f in dirty if not index.equality_deletes_on(f)]
+    plan = position_keys.plan_keys(unkeyed)
+    parts = [_deleted_by_key(spark, schema, index, plan, row_ids)] if plan else []
+    if keyed or not plan:
+        parts.append(_deleted_by_name(spark, schema, index, keyed, [] if plan else unkeyed, row_ids))
+    columns = [f.name for f in schema.fields] + ([FILE_COL, POS_COL] if row_ids else [])
+    return functools.reduce(DataFrame.unionByName, [select_columns(p, columns) for p in parts])
+
+
+def _deleted_by_key(
+    spark: SparkSession, schema: Schema, index: DeleteIndex, plan: position_keys.KeyPlan, row_ids: bool
+) -> DataFrame:
+    """Rows of the plan's files (under position deletes only), their deletes applied by row key."""
+    ids = [F.col("_metadata.file_path").alias(FILE_COL), F.col("_metadata.row_index").alias(POS_COL)]
+    extra = [*(ids if row_ids else ()), position_keys.row_key(plan)]
+    rows = read_as_stored(spark, schema, plan.files, extra)
+    deletes = index.position_deletes_applying(plan.files)
+    keys = position_keys.deleted_keys(spark, deletes, position_keys.delete_sources(plan, index))
+    size = sum(d.record_count for d in deletes) * 16
+    return position_keys.drop_deleted(rows, broadcast_if_fits(spark, keys, size))
+
+
+def _deleted_by_name(
+    spark: SparkSession,
+    schema: Schema,
+    index: DeleteIndex,
+    keyed: Sequence[LiveFile],
+    unkeyed: Sequence[LiveFile],
+    row_ids: bool,
+) -> DataFrame:
+    """Rows of ``keyed`` (under equality deletes) and ``unkeyed`` files, deletes applied: position
+    deletes by an anti-join on each row's file name and position."""
+    dirty = [*keyed, *unkeyed]
     pos_deletes = index.position_deletes_applying(dirty)
     ids = row_ids or bool(pos_deletes)
-    keyed = [f for f in dirty if index.equality_deletes_on(f)]
     parts = []
     if keyed:  # only files some equality delete applies to are joined with (those) keys
         eq_deletes = index.equality_deletes_applying(keyed)
         parts.append(apply_equality_deletes(spark, schema, keyed, eq_deletes, ids))
-    unkeyed = [f for f in dirty if not index.equality_deletes_on(f)]
     if unkeyed:
         parts.append(read_data_files(spark, schema, unkeyed))
     rows = functools.reduce(DataFrame.unionByName, parts)

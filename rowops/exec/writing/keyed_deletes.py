@@ -51,7 +51,6 @@ from rowops.exec.writing.write import StagedDir, verified_footers
 from rowops.meta.delete_index import delete_index
 from rowops.meta.files import LiveFile, WrittenFile
 from rowops.meta.lineage import LAST_UPDATED, ROW_ID
-from rowops.meta.paths import to_uri
 from rowops.meta.v3 import content_range, first_row_id, is_deletion_vector
 
 _CODE = "_rowops_key_code"
@@ -101,9 +100,8 @@ def keyed_position_delete(
 def _target(f: LiveFile, deletes: Sequence[LiveFile], keyed: Sequence[KeyDeletes]) -> Target:
     carried = [d for d in deletes if single_file_target(d) == f.path]
     others = [d for d in deletes if single_file_target(d) != f.path]
-    names = tuple(dict.fromkeys([f.data_file.file_path, f.path, to_uri(f.path), "file://" + f.path]))
     rows, first = f.record_count, first_row_id(f.data_file)
-    return Target(f.path, names, rows, _refs(carried), _refs(others), tuple(keyed), first)
+    return Target(f.path, f.names_in_deletes, rows, _refs(carried), _refs(others), tuple(keyed), first)
 
 
 def _refs(deletes: Sequence[LiveFile]) -> tuple[DeleteRef, ...]:
@@ -133,11 +131,15 @@ def _delete_by_key(
     out = jobs.repartition(count, "t").select("idx").mapInArrow(run, tasks.OUT)
     if row_ids:
         out = out.persist(StorageLevel.MEMORY_AND_DISK)
-    summary = out.filter(F.col("kind") == tasks.SUMMARY).collect() if targets else []
     ids = out.filter(F.col("kind") == tasks.ROW_ID).select(
         F.col("code").alias(_CODE), F.col("row_id").alias(ROW_ID)
     )
-    return _written(ctx, candidates, summary, directory), ids
+    try:
+        summary = out.filter(F.col("kind") == tasks.SUMMARY).collect() if targets else []
+        return _written(ctx, candidates, summary, directory), ids
+    except BaseException:
+        out.unpersist()  # the caller releases it only once the new rows are written
+        raise
 
 
 def _with_row_ids(ctx: WriteContext, source: DataFrame, ids: DataFrame, codec: KeyCodec) -> DataFrame:
