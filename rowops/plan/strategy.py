@@ -22,7 +22,13 @@ from pyiceberg.table.metadata import TableMetadata
 
 from rowops.errors import InvalidInputError, UnsupportedStrategyError
 from rowops.meta.files import TableFiles
-from rowops.plan.cost import Estimate, choose_cheapest, keyed_rewrite_cost, strategy_costs
+from rowops.plan.cost import (
+    Estimate,
+    choose_cheapest,
+    keyed_position_cost,
+    keyed_rewrite_cost,
+    strategy_costs,
+)
 from rowops.request.operations import STRATEGIES, MergeSpec, OperationSpec
 
 COPY_ON_WRITE, POSITION_DELETE, EQUALITY_DELETE = "copy-on-write", "position-delete", "equality-delete"
@@ -171,6 +177,7 @@ def choose_strategy(
     pinned: str | None = None,
     keys_unique: bool | None = None,
     by_key: bool = False,
+    positions_by_key: bool = False,
 ) -> Decision:
     """The encoding to run.
 
@@ -186,8 +193,10 @@ def choose_strategy(
     field a data file's spec lacks, so only an explicit request writes them. ``by_key``: the MERGE
     can be rewritten by key (a blind upsert on unique integer keys): where its keys are the table's
     identifier (at most one live row per key), its copy-on-write, chosen or requested, runs as the
-    cheaper of the join and the rewrite by key (:func:`rowops.plan.cost.keyed_rewrite_cost`), and its
-    requested position deletes are found by key (``exec/writing/keyed_deletes.py``).
+    cheaper of the join and the rewrite by key (:func:`rowops.plan.cost.keyed_rewrite_cost`).
+    ``positions_by_key``: its position deletes (deletion vectors on v3) can be found by key
+    (``exec/writing/keyed_deletes.py``): requested, they are; for 'auto' they are priced without the
+    join (:func:`rowops.plan.cost.keyed_position_cost`).
 
     >>> from rowops.request.operations import simple_merge_spec
     >>> facts = TableFacts(identifier=("k",), partition_sources=("k",), data_files=4)
@@ -214,8 +223,11 @@ def choose_strategy(
     (True, 'requested; rewritten by key, no join')
     >>> choose_strategy("copy-on-write", simple_merge_spec(["k"]), facts, est, by_key=True).by_key
     False
-    >>> choose_strategy("position-delete", simple_merge_spec(["k"]), facts, est, by_key=True).reason
+    >>> choose_strategy("position-delete", simple_merge_spec(["k"]), facts, est, positions_by_key=True).reason
     'requested; positions found by key, no join'
+    >>> by_keys = choose_strategy("auto", simple_merge_spec(["k"]), facts, est, 2.0, keys_unique=True, positions_by_key=True)
+    >>> by_keys.strategy, by_keys.by_key, by_keys.reason
+    ('position-delete', True, 'cheapest (read weight 2); positions found by key, no join')
     >>> no_key = TableFacts(identifier=(), partition_sources=("k",), data_files=4)
     >>> choose_strategy("copy-on-write", simple_merge_spec(["k"]), no_key, dense, by_key=True).by_key
     False
@@ -235,10 +247,11 @@ def choose_strategy(
                 f"strategy='equality-delete' cannot encode this operation: {'; '.join(blockers)}"
             )
     on = spec.on_columns if isinstance(spec, MergeSpec) else None
-    by_key = by_key and on is not None and set(on) == set(facts.identifier)
+    on_identifier = on is not None and set(on) == set(facts.identifier)
+    by_key, positions_by_key = by_key and on_identifier, positions_by_key and on_identifier
     if requested == COPY_ON_WRITE and by_key and estimate is not None:
         return _copy_on_write(reason, estimate, read_weight)
-    if requested == POSITION_DELETE and by_key:
+    if requested == POSITION_DELETE and positions_by_key:
         return Decision(POSITION_DELETE, f"{reason}; positions found by key, no join", by_key=True)
     if requested != "auto":
         return Decision(requested, reason)
@@ -249,6 +262,8 @@ def choose_strategy(
     costs = strategy_costs(estimate, read_weight)
     keyed = keyed_rewrite_cost(estimate, read_weight) if by_key else float("inf")
     costs[COPY_ON_WRITE] = min(costs[COPY_ON_WRITE], keyed)
+    keyed_positions = keyed_position_cost(estimate, read_weight) if positions_by_key else float("inf")
+    costs[POSITION_DELETE] = min(costs[POSITION_DELETE], keyed_positions)
     allowed = allowed_strategies(spec, facts) - {HYBRID}
     if keys_unique is False or len(equality_delete_specs(facts)[0]) > 1:
         allowed -= {EQUALITY_DELETE}
@@ -259,6 +274,9 @@ def choose_strategy(
         return Decision(best, reason, costs, clears_debt=True, by_key=costs[best] == keyed)
     if best != POSITION_DELETE:
         return Decision(best, f"cheapest (read weight {read_weight:g})", costs)
+    if costs[best] == keyed_positions:
+        reason = f"cheapest (read weight {read_weight:g}); positions found by key, no join"
+        return Decision(POSITION_DELETE, reason, costs, by_key=True)
     return Decision(
         HYBRID, f"position deletes are cheapest (read weight {read_weight:g}); dense files rewritten", costs
     )

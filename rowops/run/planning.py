@@ -153,18 +153,20 @@ def plan(table: TableTarget, spec: OperationSpec, source: DataFrame | None, stra
         raise
 
 
-def _may_rewrite_by_key(spec: OperationSpec, strategy: str, loaded: LoadedTable) -> bool:
-    """Whether ``strategy`` (the requested or pinned one) may run ``spec`` by key, without a join: as
-    a copy-on-write rewritten by key (``exec/rewriting/keyed_rewrite.py``; ``auto``, or a copy-on-write
-    of a blind upsert) or as position deletes found by key (``exec/writing/keyed_deletes.py``; a
-    requested position-delete blind upsert), unless the table property
-    ``rowops.rewrite.by-key.enabled`` is ``false``."""
+def _runs_by_key(spec: OperationSpec, strategy: str, loaded: LoadedTable) -> tuple[bool, bool]:
+    """Whether ``strategy`` (the requested or pinned one) may run ``spec`` by key, without a join:
+    (as a copy-on-write rewritten by key, ``exec/rewriting/keyed_rewrite.py``: ``auto``, or a
+    copy-on-write of a blind upsert; as position deletes found by key, ``exec/writing/keyed_deletes.py``:
+    a blind upsert, ``auto`` or position deletes), unless the table property
+    ``rowops.rewrite.by-key.enabled`` is ``false``. On v3 only the latter: a rewrite by key cannot
+    know the updated rows' ids, the delete tasks find them."""
     if _property(loaded, BY_KEY_PROPERTY, "true").lower() != "true":
-        return False
+        return False, False
     upsert = isinstance(spec, MergeSpec) and spec.key_upsert_or_delete == "upsert"
-    if loaded.metadata.format_version >= V3:  # a rewrite by key cannot know the updated rows' ids
-        return strategy == POSITION_DELETE and upsert  # the delete tasks find them
-    return strategy == "auto" or (strategy in (COPY_ON_WRITE, POSITION_DELETE) and upsert)
+    positions = upsert and strategy in ("auto", POSITION_DELETE)
+    if loaded.metadata.format_version >= V3:
+        return False, positions
+    return strategy == "auto" or (strategy in (COPY_ON_WRITE, POSITION_DELETE) and upsert), positions
 
 
 def _runtime_filter(loaded: LoadedTable) -> bool:
@@ -191,7 +193,8 @@ def _plan(
     read_weight = float(_property(loaded, "rowops.read-weight", "1"))
     pinned = loaded.metadata.properties.get("rowops.strategy")
     effective = pinned if strategy == "auto" and pinned else strategy
-    by_key = _may_rewrite_by_key(spec, effective, loaded)
+    rewrite_by_key, positions_by_key = _runs_by_key(spec, effective, loaded)
+    by_key = rewrite_by_key or positions_by_key
     candidates, estimate, keyed, whole = list(files.data), None, None, None
     outside = Paydown()
     keys = list(spec.on_columns or ()) if isinstance(spec, MergeSpec) else []
@@ -219,7 +222,15 @@ def _plan(
     unique = keyed.keys_unique if keyed else None
     codec = rewrite_codec(spec, loaded.metadata.schema(), source, keyed) if by_key else None
     decision = choose_strategy(
-        strategy, spec, facts, estimate, read_weight, pinned, unique, codec is not None
+        strategy,
+        spec,
+        facts,
+        estimate,
+        read_weight,
+        pinned,
+        unique,
+        codec is not None and rewrite_by_key,
+        codec is not None and positions_by_key,
     )
     layout = _join_layout(spec, source, keyed, decision, loaded, candidates)
     paydown = outside.files if decision.clears_debt else ()

@@ -14,6 +14,8 @@ import pytest
 import rowops
 from rowops.exec.changes.summary import summarize
 from rowops.exec.writing.context import single_file_target
+from rowops.meta.v3 import is_deletion_vector
+from rowops.plan import strategy
 from rowops.run import row_level as operations
 from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, Row, frame, make_row
@@ -138,3 +140,25 @@ def test_not_by_key_without_the_identifier_or_with_conditions(lake) -> None:  # 
         keyed.merge(source, on=["k"]).when_matched("s.k = 3").update_all().execute("position-delete")
     )
     assert "found by key" not in conditional.explain and conditional.rows_updated == 1
+
+
+def test_auto_on_v3_writes_deletion_vectors_by_key_where_they_are_cheapest(lake, java, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Where ``auto`` prices deletion vectors found by key cheapest (here made so: the cost model's
+    numbers are its doctests'), a v3 upsert writes them by key, read back alike by every reader; a
+    key delete (not a blind upsert) is never run that way."""
+    monkeypatch.setattr(strategy, "keyed_position_cost", lambda *_: 0.0)
+    expected = {k: make_row(k) for k in range(120)}
+    table = lake.create_table(
+        "db.t", frame(lake.spark, list(expected.values())), partition_by=["bucket(4, k)"],
+        identifier=["k"], format_version=3,
+    )  # fmt: skip
+    batch = [make_row(k, 1) for k in (*range(0, 120, 7), 500)]
+    result = rowops.merge(frame(lake.spark, batch), table, on=["k"])
+    assert result.strategy == "position-delete" and "positions found by key, no join" in result.explain
+    assert _counts(result) == (1, len(batch) - 1, 0)
+    assert table.files().deletes and all(is_deletion_vector(d.data_file) for d in table.files().deletes)
+    expected.update({r[0]: r for r in batch})
+    assert_readers_agree(table, expected.values(), COLUMNS, java)
+    removed = table.merge(frame(lake.spark, [make_row(3)]), on=["k"]).when_matched().delete().execute()
+    assert "positions found by key" not in removed.explain
+    assert sorted(r["k"] for r in table.to_df().collect()) == sorted(set(expected) - {3})
