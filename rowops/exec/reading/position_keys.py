@@ -8,7 +8,7 @@ ten micro-batches (176 data files, 160 delete files, 300,645 positions) reading 
 
 Here each row's key is one long built from constant metadata Spark fills per file at no cost::
 
-    key = _metadata.file_size * stride + _metadata.row_index      (stride: the most rows of a file, + 1)
+    key = _metadata.file_size * stride + _metadata.row_index   (stride: a power of two above any file's rows)
 
 and the delete side is one long per deleted position, built by Python tasks that read the delete files
 whole (Spark's ``binaryFile`` source, as deletion vectors are read) with pyarrow: Parquet position
@@ -49,6 +49,7 @@ from rowops.meta.v3 import content_range, is_deletion_vector
 KEY = "_rowops_row_key"
 _LIMIT = 1 << 62  # largest size * stride + position kept well inside a long
 MAX_FILES = 4096  # files read by key in one scan: their sizes are checked by one IN list per row
+_IN_SET = 11  # more than spark.sql.optimizer.inSetConversionThreshold (10): a hash set, not inlined
 MAX_NAMED = 64  # files of a shared size, recognised by name (a string compared per row of theirs)
 FILES_PER_TASK = 128  # delete files per task reading them
 _SIZE_MISMATCH = (
@@ -99,13 +100,13 @@ def plan_keys(files: Sequence[LiveFile]) -> KeyPlan | None:
     >>> a, b = F(path="/a", size=100, record_count=9), F(path="/b", size=100, record_count=5)
     >>> plan = plan_keys([a, b, F(path="/c", size=120, record_count=3)])
     >>> plan.stride, plan.slots, plan.named
-    (10, {'/c': 120, '/a': 121, '/b': 122}, {'file:/a': 121, 'file:/b': 122})
+    (16, {'/c': 120, '/a': 121, '/b': 122}, {'file:/a': 121, 'file:/b': 122})
     >>> plan_keys([F(path="/d", size=1 << 40, record_count=1 << 30)]) is None
     True
     """
     if not files or len(files) > MAX_FILES:
         return None
-    stride = max(f.record_count for f in files) + 1
+    stride = 1 << max(f.record_count for f in files).bit_length()  # > every position; rarely changes
     counts = Counter(f.size for f in files)
     shared = [f for f in files if counts[f.size] > 1]
     top = max(f.size for f in files)
@@ -118,9 +119,26 @@ def plan_keys(files: Sequence[LiveFile]) -> KeyPlan | None:
 
 
 def row_key(plan: KeyPlan) -> Column:
-    """Each row's key: a file of a distinct size by its size (checked against the manifests'), the
-    others by name."""
+    """Each row's key (:func:`row_key_sql`)."""
+    return F.expr(row_key_sql(plan)).alias(KEY)
+
+
+def row_key_sql(plan: KeyPlan) -> str:
+    """Each row's key, as SQL: a file of a distinct size by its size (checked against the
+    manifests'), the others by name.
+
+    Spark compiles the generated code of each new read, and inlines the literals of a short ``IN``
+    list and of arithmetic (Janino, a few hundred ms): the sizes are always a long enough list for
+    Spark's hash set (padded with negative sizes), which it passes by reference, and the stride is a
+    power of two, so the next read of a growing table reuses the compiled scan.
+
+    >>> from types import SimpleNamespace as F
+    >>> key = row_key_sql(plan_keys([F(path="/c", size=120, record_count=3)]))
+    >>> "IN (120, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10)" in key, "* 4 +" in key
+    (True, True)
+    """
     unique = sorted(plan.slots[f.path] for f in plan.files if spark_name(f.path) not in plan.named)
+    unique += list(range(-1, -_IN_SET - 1 + min(len(unique), _IN_SET), -1))  # never a size: see below
     by_name = " ".join(
         f"WHEN _metadata.file_path = {sql_string(name)} THEN {slot * plan.stride} + _metadata.row_index"
         for name, slot in sorted(plan.named.items())
@@ -131,7 +149,7 @@ def row_key(plan: KeyPlan) -> Column:
         if unique
         else ""
     )
-    return F.expr(f"CASE {by_size} {by_name} ELSE raise_error({sql_string(_SIZE_MISMATCH)}) END").alias(KEY)
+    return f"CASE {by_size} {by_name} ELSE raise_error({sql_string(_SIZE_MISMATCH)}) END"
 
 
 def delete_sources(plan: KeyPlan, index: DeleteIndex) -> DeleteSources:
