@@ -18,12 +18,22 @@ from pyiceberg.table.puffin import PuffinFile
 
 import rowops
 from rowops.errors import CommitConflictError, ConflictKind, InvalidInputError
+from rowops.exec.reading import position_keys
 from rowops.meta.paths import normalize_path
 from rowops.meta.v3 import content_range, manifest_first_row_id, read_manifest_list, referenced_data_file
 from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, Layout, Oracle, fingerprint, frame, make_row
 from tests.spark.test_errors import assert_unchanged
 from tests.spark.test_row_conflicts import Pinned
+
+
+@pytest.fixture(autouse=True)
+def _reads_by_row_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every read of these tests' small tables applies position deletes by row key
+    (``exec/reading/position_keys.py``; by default only from 65 files under deletes), checked against
+    the independent readers; ``test_reads.py`` covers the join by name."""
+    monkeypatch.setattr(position_keys, "MIN_FILES", 1)
+
 
 REPO = Path(__file__).resolve().parents[2]
 UNPARTITIONED = Layout("unpartitioned", (), ("k",))

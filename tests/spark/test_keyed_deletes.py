@@ -13,6 +13,7 @@ import pytest
 
 import rowops
 from rowops.exec.changes.summary import summarize
+from rowops.exec.reading import position_keys
 from rowops.exec.writing.context import single_file_target
 from rowops.meta.v3 import is_deletion_vector
 from rowops.plan import strategy
@@ -21,6 +22,14 @@ from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, Row, frame, make_row
 
 OFF = {"rowops.rewrite.by-key.enabled": "false"}
+
+
+@pytest.fixture(autouse=True)
+def _reads_by_row_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every read of these tests' small tables applies position deletes by row key
+    (``exec/reading/position_keys.py``; by default only from 65 files under deletes), checked against
+    the independent readers; ``test_reads.py`` covers the join by name."""
+    monkeypatch.setattr(position_keys, "MIN_FILES", 1)
 
 
 def _twins(lake, rows: list[Row], version: int = 2):  # type: ignore[no-untyped-def]

@@ -187,7 +187,7 @@ def test_position_deletes_remove_their_file_rows_only(lake, monkeypatch, join) -
     """Every file of the table has rows at the positions deleted in the others: only the named file's
     row goes, whether the anti-join hashes one long per row (``position_keys``), or by name: positions
     (names compared in its residual) or (name, position) pairs."""
-    monkeypatch.setattr(position_keys, "MAX_FILES", 4096 if join == "row key" else 0)
+    monkeypatch.setattr(position_keys, "MIN_FILES", 1 if join == "row key" else 4097)
     monkeypatch.setattr(scan, "MAX_FILES_KEYED_BY_POSITION", 64 if join == "position" else 0)
     table = _table(lake)
     changed = [make_row(k, 1) for k in range(ROWS) if k % 13 == 0]
@@ -217,6 +217,7 @@ def _named_plan(files: Any) -> position_keys.KeyPlan | None:
 def test_row_keys_of_files_sharing_a_size_use_their_names(lake, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Files whose sizes are not distinct are keyed by name (their rows' key ranges past the largest
     size): the deletes still remove exactly their rows."""
+    monkeypatch.setattr(position_keys, "MIN_FILES", 1)
     monkeypatch.setattr(position_keys, "plan_keys", _named_plan)
     table = _table(lake)
     changed = [make_row(k, 1) for k in range(ROWS) if k % 13 == 0]
@@ -240,6 +241,7 @@ def test_a_file_larger_than_its_manifest_says_fails_the_read(lake, monkeypatch) 
         slots = {path: size + 1 for path, size in plan.slots.items()}
         return position_keys.KeyPlan(plan.files, plan.stride, slots, {})
 
+    monkeypatch.setattr(position_keys, "MIN_FILES", 1)
     monkeypatch.setattr(position_keys, "plan_keys", off_by_one)
     with pytest.raises(Exception, match="differs from its manifest's file_size_in_bytes"):
         table.to_df().collect()

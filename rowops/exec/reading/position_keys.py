@@ -48,6 +48,10 @@ from rowops.meta.v3 import content_range, is_deletion_vector
 
 KEY = "_rowops_row_key"
 _LIMIT = 1 << 62  # largest size * stride + position kept well inside a long
+# Up to 64 files the join by name hashes positions only (``scan.drop_positions``) and Spark reads
+# their few delete files at ~10 ms each, less than starting the keys' Python tasks (~0.4 s): Case 1's
+# read after ten streaming writes (16 files under deletes) took 2.2-2.5 s by key against 1.5 s by name
+MIN_FILES = 65
 MAX_FILES = 4096  # files read by key in one scan: their sizes are checked by one IN list per row
 _IN_SET = 11  # more than spark.sql.optimizer.inSetConversionThreshold (10): a hash set, not inlined
 MAX_NAMED = 64  # files of a shared size, recognised by name (a string compared per row of theirs)
@@ -92,19 +96,19 @@ class KeyPlan:
         return Span(self.slots[f.path] * self.stride, f.record_count)
 
 
-def plan_keys(files: Sequence[LiveFile]) -> KeyPlan | None:
-    """The keys of ``files``' rows; None when they do not fit in a long, or the files are more than
-    :data:`MAX_FILES` or :data:`MAX_NAMED` of them share a size.
+def plan_keys(files: Sequence[LiveFile], min_files: int | None = None) -> KeyPlan | None:
+    """The keys of ``files``' rows; None when they do not fit in a long, or the files are fewer than
+    ``min_files`` (:data:`MIN_FILES`) or more than :data:`MAX_FILES`, or more than :data:`MAX_NAMED` share a size.
 
     >>> from types import SimpleNamespace as F
     >>> a, b = F(path="/a", size=100, record_count=9), F(path="/b", size=100, record_count=5)
-    >>> plan = plan_keys([a, b, F(path="/c", size=120, record_count=3)])
+    >>> plan = plan_keys([a, b, F(path="/c", size=120, record_count=3)], min_files=1)
     >>> plan.stride, plan.slots, plan.named
     (16, {'/c': 120, '/a': 121, '/b': 122}, {'file:/a': 121, 'file:/b': 122})
-    >>> plan_keys([F(path="/d", size=1 << 40, record_count=1 << 30)]) is None
+    >>> plan_keys([F(path="/d", size=1 << 40, record_count=1 << 30)], min_files=1) is None
     True
     """
-    if not files or len(files) > MAX_FILES:
+    if not (MIN_FILES if min_files is None else min_files) <= len(files) <= MAX_FILES:
         return None
     stride = 1 << max(f.record_count for f in files).bit_length()  # > every position; rarely changes
     counts = Counter(f.size for f in files)
@@ -133,7 +137,7 @@ def row_key_sql(plan: KeyPlan) -> str:
     power of two, so the next read of a growing table reuses the compiled scan.
 
     >>> from types import SimpleNamespace as F
-    >>> key = row_key_sql(plan_keys([F(path="/c", size=120, record_count=3)]))
+    >>> key = row_key_sql(plan_keys([F(path="/c", size=120, record_count=3)], min_files=1))
     >>> "IN (120, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10)" in key, "* 4 +" in key
     (True, True)
     """
