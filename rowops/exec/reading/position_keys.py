@@ -141,8 +141,8 @@ def row_key_sql(plan: KeyPlan) -> str:
     >>> "IN (120, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10)" in key, "* 4 +" in key
     (True, True)
     """
-    unique = sorted(plan.slots[f.path] for f in plan.files if spark_name(f.path) not in plan.named)
-    unique += list(range(-1, -_IN_SET - 1 + min(len(unique), _IN_SET), -1))  # never a size: see below
+    unique = sorted(f.size for f in plan.files if plan.slots[f.path] == f.size)  # the others: by name
+    unique += [-i for i in range(1, _IN_SET - len(unique) + 1)]  # never a size: see above
     by_name = " ".join(
         f"WHEN _metadata.file_path = {sql_string(name)} THEN {slot * plan.stride} + _metadata.row_index"
         for name, slot in sorted(plan.named.items())
@@ -208,7 +208,7 @@ def _file_keys(
     positions of its deletion vector ``blobs``."""
     for offset, length, span in blobs:
         positions = np.frombuffer(deserialize_dv(content[offset : offset + length]).to_array(), np.uint64)
-        yield _keys(positions.astype(np.int64), np.full(len(positions), span.base), span.rows)
+        yield _keys(positions.astype(np.int64), span)
     if named:
         yield parquet_keys(pq.read_table(pa.BufferReader(content), columns=["file_path", "pos"]), named)
 
@@ -231,6 +231,7 @@ def parquet_keys(table: pa.Table, named: dict[str, Span]) -> np.ndarray:
     return bases[codes][keep] + positions[keep]
 
 
-def _keys(positions: np.ndarray, bases: np.ndarray, rows: int) -> np.ndarray:
-    keep = (positions >= 0) & (positions < rows)
-    return bases[keep] + positions[keep]
+def _keys(positions: np.ndarray, span: Span) -> np.ndarray:
+    """The keys of one data file's ``positions`` that lie within its rows."""
+    keep = (positions >= 0) & (positions < span.rows)
+    return span.base + positions[keep]
