@@ -60,31 +60,39 @@ def open_bench_table(
     return spark, table, base, spark.read.parquet(str(cfg.batch_dir(MAIN_SEED)))
 
 
-def ensure_rowops_table(lake: Lakehouse, cfg: BenchConfig, rec: Recorder, tag: str) -> tuple[Table, int]:
-    """Open ``db.store_sales`` (rolled back to its first snapshot) or create it from the source Parquet.
+def ensure_rowops_table(
+    lake: Lakehouse, cfg: BenchConfig, rec: Recorder, tag: str, format_version: int = 2
+) -> tuple[Table, int]:
+    """Open ``db.store_sales`` (``db.store_sales_v3`` for format v3), rolled back to its first snapshot,
+    or create it from the source Parquet.
 
     Returns the table and its base snapshot id; records the creation time when it was created here.
     """
     from tpcds.batches import KEY_COLUMNS, TICKET
 
-    if TABLE in lake.catalog.log.latest():
-        table = lake.table(TABLE)
+    name = TABLE if format_version == 2 else f"{TABLE}_v{format_version}"
+    if name in lake.catalog.log.latest():
+        table = lake.table(name)
         base = int(table.snapshots()[0]["snapshot_id"])  # type: ignore[call-overload]
         table.set_properties(**JOIN_MODES["on"])  # a run stopped mid-way may have left another mode
         table.rollback_to(base)
-        log(tag, f"opened {TABLE} at base snapshot {base}")
+        log(tag, f"opened {name} at base snapshot {base}")
         return table, base
     source = lake.spark.read.parquet(cfg.source_dir)
     started = time.perf_counter()
     table = lake.create_table(
-        TABLE, source, partition_by=[f"bucket(16, {TICKET})"], identifier=list(KEY_COLUMNS)
+        name,
+        source,
+        partition_by=[f"bucket(16, {TICKET})"],
+        identifier=list(KEY_COLUMNS),
+        format_version=format_version,
     )
     seconds = time.perf_counter() - started
     base = table.current_snapshot_id
     assert base is not None
     files = table.files()
     rec.set(
-        "create",
+        "create" if format_version == 2 else f"create_v{format_version}",
         {
             "seconds": seconds,
             "data_files": len(files.data),
@@ -92,7 +100,7 @@ def ensure_rowops_table(lake: Lakehouse, cfg: BenchConfig, rec: Recorder, tag: s
             "bytes": sum(f.size for f in files.data),
         },
     )
-    log(tag, f"created {TABLE} in {seconds:.1f}s: {len(files.data)} data files")
+    log(tag, f"created {name} in {seconds:.1f}s: {len(files.data)} data files")
     return table, base
 
 

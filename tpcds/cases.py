@@ -59,6 +59,9 @@ TINY_ROWS = 10_000
 TINY_BATCH_ROWS = 10  # 5 updates + 5 inserts
 
 FIXED = ("copy-on-write", "position-delete", "equality-delete")
+# rowops series on a format v3 table (``db.store_sales_v3``: position deletes are deletion vectors), by
+# mode: the strategy they request
+ROWOPS_V3 = {"deletion-vectors": "position-delete", "auto-v3": "auto"}
 ICEBERG_MODES = ("copy-on-write", "merge-on-read", "deletion-vectors")
 NO_FILTER = "no-runtime-filter"  # suffix of a series that runs with runtime file filtering off
 
@@ -88,22 +91,39 @@ class Series:
         engine, mode, *rest = name.split()
         return cls(engine, mode, rest != [NO_FILTER])
 
+    @property
+    def format_version(self) -> int:
+        """The table format a rowops series writes: 3 for ``ROWOPS_V3`` modes, else 2.
+
+        >>> Series("rowops", "deletion-vectors").format_version, Series("rowops", "auto").format_version
+        (3, 2)
+        """
+        return 3 if self.engine == "rowops" and self.mode in ROWOPS_V3 else 2
+
+    @property
+    def strategy(self) -> str:
+        """The strategy a rowops series requests (``deletion-vectors`` -> ``position-delete`` on v3)."""
+        return ROWOPS_V3.get(self.mode, self.mode)
+
 
 def case_series(case: int, subset: bool = False, best_iceberg: str | None = None) -> list[Series]:
     """The engine configurations a case runs.
 
-    Full run: every rowops strategy + ``auto`` and every Iceberg mode (Cases 1-3); Case 4 is rowops and
-    Iceberg copy-on-write with runtime filtering on and off. ``subset`` (the SF 10 mode) keeps what the
-    SF 10 ratios need: ``auto`` and the best Iceberg mode (``best_iceberg``, e.g. from the SF 1 result),
-    plus equality deletes in Case 1 (its SF 10 / SF 1 write ratio at the same changed rows); Case 4 keeps
-    both copy-on-writes with runtime filtering on.
+    Full run: every rowops strategy + ``auto`` on v2, position deletes and ``auto`` on v3 (deletion
+    vectors), and every Iceberg mode (Cases 1-3); Case 4 is rowops and Iceberg copy-on-write with
+    runtime filtering on and off. ``subset`` (the SF 10 mode) keeps what the SF 10 ratios need: ``auto``
+    and the best Iceberg mode (``best_iceberg``, e.g. from the SF 1 result), plus equality deletes in
+    Case 1 (its SF 10 / SF 1 write ratio at the same changed rows); Case 4 keeps both copy-on-writes with
+    runtime filtering on.
 
     >>> [s.name for s in case_series(1, subset=True, best_iceberg="merge-on-read")]
     ['rowops auto', 'rowops equality-delete', 'iceberg merge-on-read']
     >>> [s.name for s in case_series(4, subset=True)]
     ['rowops copy-on-write', 'iceberg copy-on-write']
+    >>> [s.name for s in case_series(2)][3:6]
+    ['rowops auto', 'rowops deletion-vectors', 'rowops auto-v3']
     >>> len(case_series(2))
-    7
+    9
     """
     if case == 4:
         full = [
@@ -115,7 +135,7 @@ def case_series(case: int, subset: bool = False, best_iceberg: str | None = None
         return [s for s in full if s.runtime_filter] if subset else full
     if not subset:
         return [
-            *(Series("rowops", s) for s in (*FIXED, "auto")),
+            *(Series("rowops", s) for s in (*FIXED, "auto", *ROWOPS_V3)),
             *(Series("iceberg", m) for m in ICEBERG_MODES),
         ]
     chosen = [Series("rowops", "auto")]

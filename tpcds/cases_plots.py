@@ -29,6 +29,8 @@ COLORS = {
     "rowops position-delete": "#3182bd",
     "rowops equality-delete": "#6baed6",
     "rowops auto": "#2ca02c",
+    "rowops deletion-vectors": "#756bb1",
+    "rowops auto-v3": "#74c476",
     "rowops copy-on-write no-runtime-filter": "#9ecae1",
     "iceberg copy-on-write": "#a63603",
     "iceberg merge-on-read": "#e6550d",

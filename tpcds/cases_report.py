@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from tpcds.cases import CASE_NAMES, FIXED, Series
+from tpcds.cases import CASE_NAMES, FIXED
+from tpcds.cases_mor import mor_targets
+from tpcds.cases_ratios import best, column, median_of, pair, row
 
 SCHEMA_VERSION = 1
 CASE_WRITE_LIMITS = {1: 0.7, 2: 0.7, 3: 1.0}
@@ -157,58 +159,16 @@ def failed_runs(raw: dict[str, dict[str, Any]]) -> dict[str, int]:
 # ------------------------------------------------------------------------------------------ targets
 
 
-def _pair(num: Sequence[float | None], den: Sequence[float | None]) -> list[float]:
-    """Per-run ratios of two series (run i with run i; runs missing on either side are skipped)."""
-    return [a / b for a, b in zip(num, den, strict=False) if a is not None and b]
-
-
-def _row(
-    target: str, limit: float | None, case: int | None, runs: Sequence[float], detail: str, key: str
-) -> dict[str, Any]:
-    """A target row: the median of the per-run ratios, their min..max, met (None when not measured)."""
-    value = statistics.median(runs) if runs else None
-    return {
-        "id": key,
-        "target": target,
-        "case": case,
-        "limit": limit,
-        "value": value,
-        "runs": list(runs),
-        "spread": [min(runs), max(runs)] if runs else None,
-        "met": None if value is None or limit is None else value <= limit,
-        "detail": detail,
-    }
-
-
-def median_of(values: Sequence[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
-
-
-def _best(series: dict[str, Any], keep: Callable[[Series], bool]) -> str | None:
-    """The series (among those ``keep`` accepts) with the lowest median mean write time."""
-    scored = {n: median_of(s["mean_write_s"]) for n, s in series.items() if keep(Series.parse(n))}
-    present = {n: v for n, v in scored.items() if v is not None}
-    return min(present, key=lambda n: present[n]) if present else None
-
-
-def _column(series: dict[str, Any], name: str, index: int) -> list[float | None]:
-    """Per run: the read at ``index`` (0 before, 1 after the first write, -1 after the last)."""
-    runs = series[name]["read_s"]
-    complete = [len(r) == series[name]["planned"] + 1 for r in runs]
-    return [r[index] if ok else None for r, ok in zip(runs, complete, strict=True)]
-
-
 def case_targets(case: int, series: dict[str, Any]) -> list[dict[str, Any]]:
     """The target rows of one case."""
     rows = []
-    iceberg = _best(series, lambda s: s.engine == "iceberg" and s.runtime_filter)
+    iceberg = best(series, lambda s: s.engine == "iceberg" and s.runtime_filter)
     if case == 4:
         cow, ice = "rowops copy-on-write", "iceberg copy-on-write"
         if cow in series and ice in series:
-            runs = _pair(series[cow]["mean_write_s"], series[ice]["mean_write_s"])
+            runs = pair(series[cow]["mean_write_s"], series[ice]["mean_write_s"])
             rows.append(
-                _row(
+                row(
                     "Case 4 write, rowops copy-on-write / Iceberg copy-on-write",
                     CASE4_LIMIT,
                     4,
@@ -220,9 +180,9 @@ def case_targets(case: int, series: dict[str, Any]) -> list[dict[str, Any]]:
         for engine in ("rowops", "iceberg"):
             off = f"{engine} copy-on-write no-runtime-filter"
             if off in series and f"{engine} copy-on-write" in series:
-                runs = _pair(series[f"{engine} copy-on-write"]["mean_write_s"], series[off]["mean_write_s"])
+                runs = pair(series[f"{engine} copy-on-write"]["mean_write_s"], series[off]["mean_write_s"])
                 rows.append(
-                    _row(
+                    row(
                         f"Case 4 write, {engine} runtime filtering on / off",
                         None,
                         4,
@@ -237,9 +197,9 @@ def case_targets(case: int, series: dict[str, Any]) -> list[dict[str, Any]]:
         return rows
     chosen = ",".join(sorted(set(series[auto]["chosen"])))
     if iceberg:
-        runs = _pair(series[auto]["mean_write_s"], series[iceberg]["mean_write_s"])
+        runs = pair(series[auto]["mean_write_s"], series[iceberg]["mean_write_s"])
         rows.append(
-            _row(
+            row(
                 f"Case {case} write, auto / best Iceberg mode",
                 CASE_WRITE_LIMITS[case],
                 case,
@@ -248,9 +208,9 @@ def case_targets(case: int, series: dict[str, Any]) -> list[dict[str, Any]]:
                 f"case{case}_write_auto_over_best_iceberg",
             )
         )
-        runs = _pair(_column(series, auto, 1), _column(series, iceberg, 1))
+        runs = pair(column(series, auto, 1), column(series, iceberg, 1))
         rows.append(
-            _row(
+            row(
                 f"Case {case} read after the first write, auto / {iceberg}",
                 READ_FIRST_LIMIT,
                 case,
@@ -259,9 +219,9 @@ def case_targets(case: int, series: dict[str, Any]) -> list[dict[str, Any]]:
                 f"case{case}_read_first_auto_over_best_iceberg",
             )
         )
-    runs = _pair(_column(series, auto, -1), _column(series, auto, 0))
+    runs = pair(column(series, auto, -1), column(series, auto, 0))
     rows.append(
-        _row(
+        row(
             f"Case {case} read after the last write / before the first, auto",
             READ_GROWTH_LIMIT,
             case,
@@ -270,11 +230,11 @@ def case_targets(case: int, series: dict[str, Any]) -> list[dict[str, Any]]:
             f"case{case}_read_growth_auto",
         )
     )
-    fixed = _best(series, lambda s: s.engine == "rowops" and s.mode in FIXED)
+    fixed = best(series, lambda s: s.engine == "rowops" and s.mode in FIXED)
     if fixed and all(f"rowops {f}" in series for f in FIXED):  # not in the SF 10 subset
-        runs = _pair(series[auto]["mean_write_s"], series[fixed]["mean_write_s"])
+        runs = pair(series[auto]["mean_write_s"], series[fixed]["mean_write_s"])
         rows.append(
-            _row(
+            row(
                 f"Case {case} write, auto / best fixed rowops strategy",
                 AUTO_FIXED_LIMIT,
                 case,
@@ -292,13 +252,14 @@ def targets(report: dict[str, Any], other: dict[str, Any] | None = None) -> list
     rows = []
     for case, entry in sorted(report.get("cases", {}).items()):
         rows += case_targets(int(case), entry["series"])
+        rows += mor_targets(int(case), entry["series"])
     cow = report.get("cases", {}).get("2", {}).get("series", {}).get("rowops copy-on-write")
     floor = (report.get("baseline") or {}).get("total_s") or {}
     if cow and floor.get("median"):
         firsts = [w[0] if w else None for w in cow["write_s"]]
-        runs = _pair(firsts, [floor["median"]] * len(firsts))
+        runs = pair(firsts, [floor["median"]] * len(firsts))
         rows.append(
-            _row(
+            row(
                 "forced full copy-on-write (Case 2, first write) / pyarrow read+rewrite floor",
                 COW_FLOOR_LIMIT,
                 2,
@@ -316,24 +277,29 @@ def targets(report: dict[str, Any], other: dict[str, Any] | None = None) -> list
     small_eq = small.get("cases", {}).get("1", {}).get("series", {}).get(eq)
     if big_eq and small_eq:
         small_mean = median_of(small_eq["mean_write_s"])
-        runs = _pair(big_eq["mean_write_s"], [small_mean] * len(big_eq["mean_write_s"]))
+        runs = pair(big_eq["mean_write_s"], [small_mean] * len(big_eq["mean_write_s"]))
         label = f"equality-delete write SF {big['meta']['sf']:g} / SF {small['meta']['sf']:g} (Case 1, same changed rows)"
-        rows.append(_row(label, EQ_SCALE_LIMIT, 1, runs, "", "eq_delete_write_scale"))
+        rows.append(row(label, EQ_SCALE_LIMIT, 1, runs, "", "eq_delete_write_scale"))
     mine = {r["id"]: r for r in rows}
     theirs = {r["id"]: r for r in targets(other)}
-    for key, row in mine.items():
-        if key in theirs and row["value"] is not None and theirs[key]["value"] is not None and row["limit"]:
+    for key, mine_row in mine.items():
+        if (
+            key in theirs
+            and mine_row["value"] is not None
+            and theirs[key]["value"] is not None
+            and mine_row["limit"]
+        ):
             big_v, small_v = (
-                (row["value"], theirs[key]["value"])
+                (mine_row["value"], theirs[key]["value"])
                 if sf > other_sf
-                else (theirs[key]["value"], row["value"])
+                else (theirs[key]["value"], mine_row["value"])
             )
             rows.append(
                 {
-                    **_row(
-                        f"{row['target']}: SF {max(sf, other_sf):g} no worse than SF {min(sf, other_sf):g}",
+                    **row(
+                        f"{mine_row['target']}: SF {max(sf, other_sf):g} no worse than SF {min(sf, other_sf):g}",
                         None,
-                        row["case"],
+                        mine_row["case"],
                         [big_v / small_v],
                         f"SF {max(sf, other_sf):g} {big_v:.2f} vs SF {min(sf, other_sf):g} {small_v:.2f}",
                         f"scale_{key}",

@@ -171,7 +171,7 @@ def run_series(
     with runtime_filter(table, series.runtime_filter):
         for i, seed in enumerate(cfg.iteration_seeds, 1):
             before = live_paths(table)
-            record = timed_rowops_merge(spark, table, batches[seed], series.mode, cfg, tag)
+            record = timed_rowops_merge(spark, table, batches[seed], series.strategy, cfg, tag)
             record.update(iteration=i, seed=seed)
             if record.get("ok"):
                 record["bytes_written"] = added_bytes(table, before)
@@ -190,17 +190,22 @@ def worker_rowops_case(case: int) -> Any:
 
         tag = f"rowops-case{case}"
         spark = rowops_session(cfg, tag)
-        table, base = ensure_rowops_table(rowops.Lakehouse(cfg.lake_dir, spark=spark), cfg, rec, tag)
+        lake = rowops.Lakehouse(cfg.lake_dir, spark=spark)
+        series_list = cfg.series_of(case, "rowops")
+        versions = sorted({s.format_version for s in series_list}) or [2]
+        tables = {v: ensure_rowops_table(lake, cfg, rec, tag, v) for v in versions}
         batches = {s: spark.read.parquet(str(cfg.case_batch_dir(case, s))) for s in cfg.iteration_seeds}
         rec.set("batch_rows", {s: b.count() for s, b in batches.items()})
-        series_list = cfg.series_of(case, "rowops")
-        first = series_list[0].mode if series_list else WARMUP_STRATEGY
-        _warmup(spark, table, base, batches[cfg.iteration_seeds[0]], cfg, tag, first)
+        for version, (table, base) in tables.items():  # warm-up: per table, in its first series' mode
+            first = next((s.strategy for s in series_list if s.format_version == version), WARMUP_STRATEGY)
+            _warmup(spark, table, base, batches[cfg.iteration_seeds[0]], cfg, tag, first)
         for index in range(cfg.runs):
             for series in series_list:
+                table, base = tables[series.format_version]
                 run = run_series(spark, table, base, batches, series, cfg, tag)
                 store_run(rec, series, run, index)
-        table.rollback_to(base)
+        for table, base in tables.values():
+            table.rollback_to(base)
 
     return worker
 

@@ -90,6 +90,8 @@ def test_sf10_subset_keeps_what_the_ratios_need() -> None:
         "rowops position-delete",
         "rowops equality-delete",
         "rowops auto",
+        "rowops deletion-vectors",
+        "rowops auto-v3",
         "iceberg copy-on-write",
         "iceberg merge-on-read",
         "iceberg deletion-vectors",
@@ -134,6 +136,27 @@ def test_read_ratios() -> None:
     assert rows["case2_read_first_auto_over_best_iceberg"]["met"] is False
     growth = rows["case2_read_growth_auto"]
     assert growth["runs"] == [2.0, 1.0] and growth["value"] == 1.5 and growth["met"] is True
+
+
+def test_merge_on_read_ratios_pair_each_rowops_format_with_iceberg_in_the_same_mode() -> None:
+    v3 = {
+        "rowops deletion-vectors": [_run([1.0, 1.0], [1.0, 1.5, 3.0]), _run([1.0, 1.0], [1.0, 1.5, 3.0])],
+        "rowops auto-v3": [_run([0.5, 0.5], [1.0, 1.0, 1.0]), _run([0.5, 0.5], [1.0, 1.0, 1.0])],
+        "iceberg deletion-vectors": [_run([2.0, 2.0], [1.0, 1.0, 2.0]), _run([4.0, 4.0], [1.0, 1.0, 2.0])],
+    }
+    rows = _by_id(targets(_report(_raw(2, {**CASE2, **v3}), [2])))
+    pos = rows["case2_write_pos_over_iceberg"]  # position deletes against merge-on-read, not the DVs
+    assert pos["runs"] == [0.625, 1.0] and pos["limit"] == 0.8 and pos["met"] is False
+    assert rows["case2_read_first_pos_over_iceberg"]["runs"] == [4.0, 4.0]  # 2.0 / 0.5
+    assert rows["case2_bytes_pos_over_iceberg"]["runs"] == [1.0]
+    dv = rows["case2_write_dv_over_iceberg"]
+    assert dv["runs"] == [0.5, 0.25] and dv["met"] is True
+    assert rows["case2_read_last_dv_over_iceberg"]["runs"] == [1.5, 1.5]
+    assert rows["case2_read_last_dv_over_iceberg"]["met"] is False
+    auto = rows["case2_write_auto_v3_over_iceberg"]
+    assert auto["met"] is None and "position-delete" in auto["detail"]
+    assert rows["case2_read_first_auto_v3_over_iceberg"]["runs"] == [1.0, 1.0]
+    assert not any(r.startswith("case2_write_dv") for r in _by_id(targets(_report(_raw(2, CASE2), [2]))))
 
 
 def test_cow_floor_and_case4_ratios() -> None:
