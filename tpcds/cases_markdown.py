@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tpcds.cases_report import median_of
+from tpcds.cases_ratios import median_of
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:

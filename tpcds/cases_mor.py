@@ -48,6 +48,14 @@ def _reads(case: int, series: dict[str, Any], mine: str, theirs: str, key: str) 
     return rows
 
 
+def _write(
+    case: int, series: dict[str, Any], mine: str, theirs: str, key: str, limit: float | None, detail: str
+) -> dict[str, Any]:
+    runs = pair(series[mine]["mean_write_s"], series[theirs]["mean_write_s"])
+    label = f"Case {case} write, {mine} / {theirs}"
+    return row(label, limit, case, runs, detail, f"case{case}_write_{key}_over_iceberg")
+
+
 def mor_targets(case: int, series: dict[str, Any]) -> list[dict[str, Any]]:
     """The merge-on-read rows of one case (none for Case 4).
 
@@ -63,17 +71,7 @@ def mor_targets(case: int, series: dict[str, Any]) -> list[dict[str, Any]]:
     for mine, theirs, key in PAIRS:
         if mine not in series or theirs not in series:
             continue
-        runs = pair(series[mine]["mean_write_s"], series[theirs]["mean_write_s"])
-        rows.append(
-            row(
-                f"Case {case} write, {mine} / {theirs}",
-                WRITE_LIMIT,
-                case,
-                runs,
-                "",
-                f"case{case}_write_{key}_over_iceberg",
-            )
-        )
+        rows.append(_write(case, series, mine, theirs, key, WRITE_LIMIT, ""))
         rows += _reads(case, series, mine, theirs, key)
         label = f"Case {case} bytes written (first run), {mine} / {theirs}"
         rows.append(
@@ -89,17 +87,6 @@ def mor_targets(case: int, series: dict[str, Any]) -> list[dict[str, Any]]:
     mine, theirs, key = AUTO_V3
     if mine in series and theirs in series:
         chosen = ",".join(sorted(set(series[mine].get("chosen", []))))
-        runs = pair(series[mine]["mean_write_s"], series[theirs]["mean_write_s"])
-        label = f"Case {case} write, {mine} / {theirs}"
-        rows.append(
-            row(
-                label,
-                None,
-                case,
-                runs,
-                f"informational; auto chose {chosen}",
-                f"case{case}_write_{key}_over_iceberg",
-            )
-        )
+        rows.append(_write(case, series, mine, theirs, key, None, f"informational; auto chose {chosen}"))
         rows += _reads(case, series, mine, theirs, key)
     return rows
