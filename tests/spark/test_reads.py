@@ -182,12 +182,14 @@ def test_delete_sets_are_broadcast_when_their_counted_size_fits(lake) -> None:  
             assert {r["k"]: r["n"] for r in df.collect()} == expected
 
 
-@pytest.mark.parametrize("join", ["row key", "position", "pair"])
+@pytest.mark.parametrize("join", ["row key", "row key by positions", "position", "pair"])
 def test_position_deletes_remove_their_file_rows_only(lake, monkeypatch, join) -> None:  # type: ignore[no-untyped-def]
     """Every file of the table has rows at the positions deleted in the others: only the named file's
-    row goes, whether the anti-join hashes one long per row (``position_keys``), or by name: positions
-    (names compared in its residual) or (name, position) pairs."""
+    row goes, whether the anti-join hashes one long per row (``position_keys``: from enough files, or
+    enough deleted positions in few files), or by name: positions (names compared in its residual) or
+    (name, position) pairs."""
     monkeypatch.setattr(position_keys, "MIN_FILES", 1 if join == "row key" else 4097)
+    monkeypatch.setattr(position_keys, "MIN_DELETED_ROWS", 1 if join == "row key by positions" else 1 << 62)
     monkeypatch.setattr(scan, "MAX_FILES_KEYED_BY_POSITION", 64 if join == "position" else 0)
     table = _table(lake)
     changed = [make_row(k, 1) for k in range(ROWS) if k % 13 == 0]
@@ -196,16 +198,16 @@ def test_position_deletes_remove_their_file_rows_only(lake, monkeypatch, join) -
     df = table.to_df()
     plan = df._jdf.queryExecution().executedPlan().toString()
     assert ("_delete_file" in plan) is (join == "position")
-    assert (position_keys.KEY in plan) is (join == "row key")
+    assert (position_keys.KEY in plan) is join.startswith("row key")
     assert {r["k"]: r["n"] for r in df.collect()} == {k: 1 if k % 13 == 0 else 0 for k in range(ROWS)}
 
 
 _PLAN_KEYS = position_keys.plan_keys
 
 
-def _named_plan(files: Any) -> position_keys.KeyPlan | None:
+def _named_plan(files: Any, **options: Any) -> position_keys.KeyPlan | None:
     """A key plan as for files that all share one size: each recognised by name."""
-    plan = _PLAN_KEYS(files)
+    plan = _PLAN_KEYS(files, **options)
     if plan is None:
         return None
     top = max(f.size for f in files)
@@ -235,8 +237,8 @@ def test_a_file_larger_than_its_manifest_says_fails_the_read(lake, monkeypatch) 
     rowops.merge(frame(lake.spark, [make_row(0, 1)]), table, on=["k"], strategy="position-delete")
     real = position_keys.plan_keys
 
-    def off_by_one(files: Any) -> position_keys.KeyPlan | None:
-        plan = real(files)
+    def off_by_one(files: Any, **options: Any) -> position_keys.KeyPlan | None:
+        plan = real(files, **options)
         assert plan is not None and not plan.named
         slots = {path: size + 1 for path, size in plan.slots.items()}
         return position_keys.KeyPlan(plan.files, plan.stride, slots, {})

@@ -48,10 +48,16 @@ from rowops.meta.v3 import content_range, is_deletion_vector
 
 KEY = "_rowops_row_key"
 _LIMIT = 1 << 62  # largest size * stride + position kept well inside a long
-# Up to 64 files the join by name hashes positions only (``scan.drop_positions``) and Spark reads
-# their few delete files at ~10 ms each, less than starting the keys' Python tasks (~0.4 s): Case 1's
-# read after ten streaming writes (16 files under deletes) took 2.2-2.5 s by key against 1.5 s by name
+# Rows are read by key from 65 files under position deletes, or from MIN_DELETED_ROWS positions.
+# Below both, the join by name hashes positions only (``scan.drop_positions``) and Spark reads the few
+# delete files at ~10 ms each, less than starting the keys' Python tasks (~0.4 s): Case 1's read after
+# ten streaming writes (16 files, ~4,000 positions) took 2.2-2.5 s by key against 1.5 s by name. Many
+# positions in few files make that join's hash chains long (one entry per file holding a position):
+# Case 3's read after ten batch writes (36 files, 20 under ~900,000 positions) took 7.2 s by name
+# against 3.0 s by key, after one (2 files, ~180,000 positions) 3.2 s against 1.9 s. The bound lies
+# between the two measured shapes, at about their geometric mean.
 MIN_FILES = 65
+MIN_DELETED_ROWS = 20_000
 MAX_FILES = 4096  # files read by key in one scan: their sizes are checked by one IN list per row
 _IN_SET = 11  # more than spark.sql.optimizer.inSetConversionThreshold (10): a hash set, not inlined
 MAX_NAMED = 64  # files of a shared size, recognised by name (a string compared per row of theirs)
@@ -96,9 +102,10 @@ class KeyPlan:
         return Span(self.slots[f.path] * self.stride, f.record_count)
 
 
-def plan_keys(files: Sequence[LiveFile], min_files: int | None = None) -> KeyPlan | None:
+def plan_keys(files: Sequence[LiveFile], min_files: int | None = None, deleted: int = 0) -> KeyPlan | None:
     """The keys of ``files``' rows; None when they do not fit in a long, or the files are fewer than
-    ``min_files`` (:data:`MIN_FILES`) or more than :data:`MAX_FILES`, or more than :data:`MAX_NAMED` share a size.
+    ``min_files`` (:data:`MIN_FILES`) and their ``deleted`` positions fewer than :data:`MIN_DELETED_ROWS`,
+    or the files are more than :data:`MAX_FILES`, or more than :data:`MAX_NAMED` share a size.
 
     >>> from types import SimpleNamespace as F
     >>> a, b = F(path="/a", size=100, record_count=9), F(path="/b", size=100, record_count=5)
@@ -107,8 +114,11 @@ def plan_keys(files: Sequence[LiveFile], min_files: int | None = None) -> KeyPla
     (16, {'/c': 120, '/a': 121, '/b': 122}, {'file:/a': 121, 'file:/b': 122})
     >>> plan_keys([F(path="/d", size=1 << 40, record_count=1 << 30)], min_files=1) is None
     True
+    >>> plan_keys([a], deleted=5) is None, plan_keys([a], deleted=MIN_DELETED_ROWS) is None
+    (True, False)
     """
-    if not (MIN_FILES if min_files is None else min_files) <= len(files) <= MAX_FILES:
+    many = len(files) >= (MIN_FILES if min_files is None else min_files) or deleted >= MIN_DELETED_ROWS
+    if not files or not many or len(files) > MAX_FILES:
         return None
     stride = 1 << max(f.record_count for f in files).bit_length()  # > every position; rarely changes
     counts = Counter(f.size for f in files)

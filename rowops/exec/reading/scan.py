@@ -145,7 +145,8 @@ def _deleted(
     (``exec/reading/position_keys.py``), files under equality deletes by name and position."""
     keyed = [f for f in dirty if index.equality_deletes_on(f)]
     unkeyed = [f for f in dirty if not index.equality_deletes_on(f)]
-    plan = position_keys.plan_keys(unkeyed)
+    deleted = sum(d.record_count for d in index.position_deletes_applying(unkeyed))
+    plan = position_keys.plan_keys(unkeyed, deleted=deleted)
     parts = [_deleted_by_key(spark, schema, index, plan, row_ids)] if plan else []
     if keyed or not plan:
         parts.append(_deleted_by_name(spark, schema, index, keyed, [] if plan else unkeyed, row_ids))
