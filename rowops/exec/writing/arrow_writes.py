@@ -152,7 +152,8 @@ def _write(
         typed = typed.coalesce(1)
     elif parts and distribution_mode(metadata) != "none":
         typed = typed.repartition(*parts)
-    clustered = typed.sortWithinPartitions(*parts) if parts else typed
+    order = [*parts, *identifier_order(table, schema)]
+    clustered = typed.sortWithinPartitions(*order) if order else typed
     options = writer_options(metadata.properties)
     position = {f.field_id: i for i, f in enumerate(schema.fields)}
     tasks = [
@@ -226,6 +227,21 @@ def _write_task(
             yield pa.RecordBatch.from_pylist(done, schema=_OUT_ARROW)
 
     return run
+
+
+def identifier_order(table: Schema, written: Schema) -> list[str]:
+    """The table's identifier columns (in their declared order) among the ``written`` ones: rows are ordered by them within a
+    partition, so a key's neighbours share a page (a MERGE's new rows arrive in no order; sorted,
+    Case 2's new files of store_sales SF 1 are ~30% smaller, like those Iceberg writes from its
+    sort-merge join's key-ordered output).
+
+    >>> from pyiceberg.types import NestedField as N, LongType as L
+    >>> t = Schema(N(1, "k", L(), required=True), N(2, "v", L()), N(3, "j", L(), required=True), identifier_field_ids=[3, 1])
+    >>> identifier_order(t, t), identifier_order(t, t.select("v", "k"))
+    (['j', 'k'], ['k'])
+    """
+    names = {f.field_id: f.name for f in written.fields}
+    return [names[i] for i in table.identifier_field_ids if i in names]
 
 
 def runs(parts: list[pa.Array], rows: int) -> list[int]:
