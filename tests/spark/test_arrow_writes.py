@@ -127,6 +127,15 @@ def test_new_rows_and_keys_are_ordered_by_the_identifier_within_a_file(lake, jav
     for f in written:
         got = pq.read_table(table.lake.catalog.io.new_input(f.path).open(), columns=["g", "k"]).to_pylist()
         assert [(r["g"], r["k"]) for r in got] == sorted((r["g"], r["k"]) for r in got), f.path
+    data = pq.ParquetFile(
+        table.lake.catalog.io.new_input(max(written, key=lambda f: f.record_count).path).open()
+    )
+    chunks = data.metadata.row_group(0)
+    encodings = {
+        chunks.column(i).path_in_schema: chunks.column(i).encodings for i in range(chunks.num_columns)
+    }
+    # a dictionary where it pays (parquet-mr's rule, ``parquet_dictionary.py``): 3 values of g, not unique keys
+    assert "RLE_DICTIONARY" in encodings["g"] and "RLE_DICTIONARY" not in encodings["k"], encodings
     expected = {r[0]: r for r in [plain(k) for k in range(60)]} | {r[0]: r for r in rows}
     assert_readers_agree(table, expected.values(), columns, java)
 

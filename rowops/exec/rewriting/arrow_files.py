@@ -21,6 +21,7 @@ from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
 
 from rowops.exec.reading.sorted_ints import has_repeats
+from rowops.exec.rewriting.parquet_dictionary import dictionary_columns
 from rowops.meta.fileio import filesystem
 from rowops.meta.lineage import LAST_UPDATED_FIELD_ID, ROW_ID_FIELD_ID
 
@@ -156,7 +157,8 @@ class ParquetSink:
         table = pa.concat_tables(self.buffered)
         if self.writer is None:
             self.fs.create_dir(self.path.rsplit("/", 1)[0], recursive=True)
-            self.writer = pq.ParquetWriter(self.path, self.target, filesystem=self.fs, **self.options)
+            options = {"use_dictionary": dictionary_columns(table), **self.options}
+            self.writer = pq.ParquetWriter(self.path, self.target, filesystem=self.fs, **options)
         self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
         self.written += table.num_rows
         self.buffered.clear()
