@@ -14,6 +14,14 @@ from tests.conftest import make_lake
 from tests.readers import assert_readers_agree, assert_same_rows, rowops_rows
 from tests.spark.tables import COLUMNS, SCHEMA, Layout, Oracle, frame, make_row
 
+PLAIN = ["k", "g", "s", "amt", "d", "x", "flag", "n"]  # no timestamp: every column written by pyarrow
+PLAIN_SCHEMA = T.StructType([f for f in SCHEMA.fields if f.name in PLAIN])
+
+
+def plain(k: int, version: int = 0) -> tuple[object, ...]:
+    """``make_row(k, version)``'s values of the :data:`PLAIN` columns."""
+    return tuple(v for v, c in zip(make_row(k, version), COLUMNS, strict=True) if c in PLAIN)
+
 
 @pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
 def lake(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
@@ -79,19 +87,15 @@ def test_new_rows_of_plain_columns_are_written_in_arrow(lake, java, partition_by
     """A table of columns whose Arrow form Spark and Iceberg agree on (no timestamp): the new rows of
     every encoding's MERGE are written by pyarrow, one file per partition, and read back the same
     through every reader."""
-    columns = ["k", "g", "s", "amt", "d", "x", "flag", "n"]
-    schema = T.StructType([f for f in SCHEMA.fields if f.name in columns])
-    plain = [tuple(v for v, c in zip(make_row(k), COLUMNS, strict=True) if c in columns) for k in range(40)]
+    columns, schema = PLAIN, PLAIN_SCHEMA
+    first = [plain(k) for k in range(40)]
     table = lake.create_table(
-        "db.t", lake.spark.createDataFrame(plain, schema), partition_by=partition_by, identifier=["k"]
+        "db.t", lake.spark.createDataFrame(first, schema), partition_by=partition_by, identifier=["k"]
     )
-    expected = {r[0]: r for r in plain}
+    expected = {r[0]: r for r in first}
     for strategy, version in (("equality-delete", 1), ("copy-on-write", 2), ("position-delete", 3)):
         before = {f.path for f in table.files().data}
-        rows = [
-            tuple(v for v, c in zip(make_row(k, version), COLUMNS, strict=True) if c in columns)
-            for k in (*range(version, 40, 6), 100 + version)
-        ]
+        rows = [plain(k, version) for k in (*range(version, 40, 6), 100 + version)]
         rowops.merge(lake.spark.createDataFrame(rows, schema), table, on=["k"], strategy=strategy)
         expected.update({r[0]: r for r in rows})
         new = [f.path for f in table.files().data if f.path not in before]
@@ -104,12 +108,7 @@ def test_new_rows_and_keys_are_ordered_by_the_identifier_within_a_file(lake, jav
     """A MERGE's source in no order (here descending, in several partitions): each new data file
     and key file pyarrow writes holds its rows ordered by the table's identifier, in its declared
     order (``arrow_writes.identifier_order``), as Iceberg's are out of its sort-merge join."""
-    columns = ["k", "g", "s", "amt", "d", "x", "flag", "n"]
-    schema = T.StructType([f for f in SCHEMA.fields if f.name in columns])
-
-    def plain(k: int, version: int = 0) -> tuple[object, ...]:
-        return tuple(v for v, c in zip(make_row(k, version), COLUMNS, strict=True) if c in columns)
-
+    columns, schema = PLAIN, PLAIN_SCHEMA
     table = lake.create_table(
         "db.t",
         lake.spark.createDataFrame([plain(k) for k in range(60)], schema),
@@ -146,12 +145,7 @@ def test_an_upserts_rows_and_keys_come_from_the_same_tasks(lake, java, monkeypat
     file are written by the same tasks (one pass over the source), the same rows in each. After
     partition evolution the keys are partitioned by the older spec of the live files, the new rows
     by the current one: two writes."""
-    columns = ["k", "g", "s", "amt", "d", "x", "flag", "n"]
-    schema = T.StructType([f for f in SCHEMA.fields if f.name in columns])
-
-    def plain(k: int, version: int = 0) -> tuple[object, ...]:
-        return tuple(v for v, c in zip(make_row(k, version), COLUMNS, strict=True) if c in columns)
-
+    columns, schema = PLAIN, PLAIN_SCHEMA
     table = lake.create_table(
         "db.t",
         lake.spark.createDataFrame([plain(k) for k in range(40)], schema),
