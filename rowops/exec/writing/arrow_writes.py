@@ -230,10 +230,9 @@ def _write_task(
 
 
 def identifier_order(table: Schema, written: Schema) -> list[str]:
-    """The table's identifier columns (in their declared order) among the ``written`` ones: rows are ordered by them within a
-    partition, so a key's neighbours share a page (a MERGE's new rows arrive in no order; sorted,
-    Case 2's new files of store_sales SF 1 are ~30% smaller, like those Iceberg writes from its
-    sort-merge join's key-ordered output).
+    """The table's identifier columns (in their declared order) among the ``written`` ones: rows are
+    ordered by them within a partition, as Iceberg's leave its sort-merge join (a MERGE's source
+    arrives in no order; sorted, Case 3's new files of store_sales SF 1 took 77.0 MB against 94.2 MB).
 
     >>> from pyiceberg.types import NestedField as N, LongType as L
     >>> t = Schema(N(1, "k", L(), required=True), N(2, "v", L()), N(3, "j", L(), required=True), identifier_field_ids=[3, 1])
