@@ -145,9 +145,9 @@ def _deleted(
     (``exec/reading/position_keys.py``), files under equality deletes by name and position."""
     keyed = [f for f in dirty if index.equality_deletes_on(f)]
     unkeyed = [f for f in dirty if not index.equality_deletes_on(f)]
-    deleted = sum(d.record_count for d in index.position_deletes_applying(unkeyed))
-    plan = position_keys.plan_keys(unkeyed, deleted=deleted)
-    parts = [_deleted_by_key(spark, schema, index, plan, row_ids)] if plan else []
+    deletes = index.position_deletes_applying(unkeyed)
+    plan = position_keys.plan_keys(unkeyed, deleted=sum(d.record_count for d in deletes))
+    parts = [_deleted_by_key(spark, schema, index, plan, deletes, row_ids)] if plan else []
     if keyed or not plan:
         parts.append(_deleted_by_name(spark, schema, index, keyed, [] if plan else unkeyed, row_ids))
     columns = [f.name for f in schema.fields] + ([FILE_COL, POS_COL] if row_ids else [])
@@ -155,13 +155,17 @@ def _deleted(
 
 
 def _deleted_by_key(
-    spark: SparkSession, schema: Schema, index: DeleteIndex, plan: position_keys.KeyPlan, row_ids: bool
+    spark: SparkSession,
+    schema: Schema,
+    index: DeleteIndex,
+    plan: position_keys.KeyPlan,
+    deletes: Sequence[LiveFile],
+    row_ids: bool,
 ) -> DataFrame:
-    """Rows of the plan's files (under position deletes only), their deletes applied by row key."""
+    """Rows of the plan's files (under position deletes only), their ``deletes`` applied by row key."""
     ids = [F.col("_metadata.file_path").alias(FILE_COL), F.col("_metadata.row_index").alias(POS_COL)]
     extra = [*(ids if row_ids else ()), position_keys.row_key(plan)]
     rows = read_as_stored(spark, schema, plan.files, extra)
-    deletes = index.position_deletes_applying(plan.files)
     keys = position_keys.deleted_keys(spark, deletes, position_keys.delete_sources(plan, index))
     size = sum(d.record_count for d in deletes) * 16
     return position_keys.drop_deleted(rows, broadcast_if_fits(spark, keys, size))
