@@ -42,12 +42,12 @@ def read_table(
     io, spark = table.lake.catalog.io, table.lake.spark
     schema = schema_of(metadata, snapshot_id)
     if where is None:
-        return scan(spark, schema, live_files(metadata, io, snapshot_id))
+        return scan(spark, schema, live_files(metadata, io, snapshot_id), io=io)
     where = check_condition(spark.createDataFrame([], to_spark_schema(schema)), where, "to_df(where=...)")
     sensitive = case_sensitive(spark)
     predicate = translate(where, schema, sensitive)
     if schema.schema_id != metadata.current_schema_id or isinstance(predicate.expression, AlwaysTrue):
-        return scan(spark, schema, live_files(metadata, io, snapshot_id)).where(where)
+        return scan(spark, schema, live_files(metadata, io, snapshot_id), io=io).where(where)
     files = live_files(metadata, io, snapshot_id, partition_filter=predicate.expression)
     kept, _ = candidates(where, files.data, metadata, sensitive)
-    return scan(spark, schema, files, kept).where(where)
+    return scan(spark, schema, files, kept, io=io).where(where)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import rowops
-from rowops.exec.reading import equality_deletes, packed_keys, position_keys, scan
+from rowops.exec.reading import equality_deletes, few_deletes, packed_keys, position_keys, scan
 from rowops.exec.reading.packed_keys import packed_key
 from rowops.exec.rewriting.arrow_deletes import KeyCodec
 from rowops.exec.spark.listing import spark_name
@@ -24,7 +24,8 @@ ROWS = 400
 
 
 def _scans(df: Any) -> list[tuple[set[str], bool]]:
-    """Each file scan of ``df``'s executed plan: the files it reads and whether a join sits above it."""
+    """Each file scan of ``df``'s executed plan: the files it reads and whether deletes are applied
+    above it (a join, or the filter on row keys of ``few_deletes``)."""
     found: list[tuple[set[str], bool]] = []
 
     def walk(node: Any, under_join: bool) -> None:
@@ -35,7 +36,7 @@ def _scans(df: Any) -> list[tuple[set[str], bool]]:
             return walk(node.plan(), under_join)
         if name == "ReusedExchangeExec":  # the exchange it reuses is walked where it is defined
             return None
-        if name.endswith("JoinExec"):
+        if name.endswith("JoinExec") or (name == "FilterExec" and "row_index" in str(node.condition())):
             under_join = True
         if name == "FileSourceScanExec":
             files = {normalize_path(str(p)) for p in node.relation().location().inputFiles()}
@@ -182,12 +183,13 @@ def test_delete_sets_are_broadcast_when_their_counted_size_fits(lake) -> None:  
             assert {r["k"]: r["n"] for r in df.collect()} == expected
 
 
-@pytest.mark.parametrize("join", ["row key", "row key by positions", "position", "pair"])
+@pytest.mark.parametrize("join", ["few", "row key", "row key by positions", "position", "pair"])
 def test_position_deletes_remove_their_file_rows_only(lake, monkeypatch, join) -> None:  # type: ignore[no-untyped-def]
     """Every file of the table has rows at the positions deleted in the others: only the named file's
-    row goes, whether the anti-join hashes one long per row (``position_keys``: from enough files, or
-    enough deleted positions in few files), or by name: positions (names compared in its residual) or
-    (name, position) pairs."""
+    row goes, whether a few deletes filter each row's key (``few_deletes``: no join), or the anti-join
+    hashes one long per row (``position_keys``: from enough files, or enough deleted positions in few
+    files), or by name: positions (names compared in its residual) or (name, position) pairs."""
+    monkeypatch.setattr(few_deletes, "MAX_POSITIONS", few_deletes.MAX_POSITIONS if join == "few" else 0)
     monkeypatch.setattr(position_keys, "MIN_FILES", 1 if join == "row key" else 4097)
     monkeypatch.setattr(position_keys, "MIN_DELETED_ROWS", 1 if join == "row key by positions" else 1 << 62)
     monkeypatch.setattr(scan, "MAX_FILES_KEYED_BY_POSITION", 64 if join == "position" else 0)
@@ -198,8 +200,42 @@ def test_position_deletes_remove_their_file_rows_only(lake, monkeypatch, join) -
     df = table.to_df()
     plan = df._jdf.queryExecution().executedPlan().toString()
     assert ("_delete_file" in plan) is (join == "position")
+    assert ("Join" in plan) is (join != "few")
     assert (position_keys.KEY in plan) is join.startswith("row key")
     assert {r["k"]: r["n"] for r in df.collect()} == {k: 1 if k % 13 == 0 else 0 for k in range(ROWS)}
+
+
+@pytest.mark.parametrize("format_version", [2, 3])
+def test_few_deletes_are_read_on_the_driver_within_their_bounds(lake, monkeypatch, format_version) -> None:  # type: ignore[no-untyped-def]
+    """Up to ``few_deletes.MAX_POSITIONS`` positions in ``MAX_BYTES`` of delete files (position delete
+    files on v2, deletion vector blobs on v3) filter the rows' keys with no join and no Spark job of
+    their own; past either bound they are joined. The rows are the same either way."""
+    rows = [make_row(k) for k in range(ROWS)]
+    table = lake.create_table(
+        "db.t",
+        frame(lake.spark, rows),
+        partition_by=["bucket(4, k)"],
+        identifier=["k"],
+        format_version=format_version,
+    )
+    changed = [make_row(k, 1) for k in range(ROWS) if k % 13 == 0]
+    rowops.merge(frame(lake.spark, changed), table, on=["k"], strategy="position-delete")
+    deletes = table.files().position_deletes
+    assert deletes and sum(d.record_count for d in deletes) == len(changed)
+    expected = {k: 1 if k % 13 == 0 else 0 for k in range(ROWS)}
+    jobs = lake.spark.sparkContext.statusTracker()
+    for bound, joined in [(None, False), ("MAX_POSITIONS", True), ("MAX_BYTES", True)]:
+        if bound is not None:
+            monkeypatch.setattr(few_deletes, bound, 0)
+        group = f"few-deletes-{format_version}-{bound}"
+        lake.spark.sparkContext.setJobGroup(group, "building a read")
+        df = table.to_df()
+        assert not jobs.getJobIdsForGroup(group), "building the read ran a Spark job"
+        plan = df._jdf.queryExecution().executedPlan().toString()
+        assert ("Join" in plan) is joined, plan
+        assert {r["k"]: r["n"] for r in df.collect()} == expected
+        monkeypatch.undo()
+    lake.spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
 
 
 _PLAN_KEYS = position_keys.plan_keys

@@ -59,7 +59,7 @@ _LIMIT = 1 << 62  # largest size * stride + position kept well inside a long
 MIN_FILES = 65
 MIN_DELETED_ROWS = 20_000
 MAX_FILES = 4096  # files read by key in one scan: their sizes are checked by one IN list per row
-_IN_SET = 11  # more than spark.sql.optimizer.inSetConversionThreshold (10): a hash set, not inlined
+IN_SET = 11  # more than spark.sql.optimizer.inSetConversionThreshold (10): a hash set, not inlined
 MAX_NAMED = 64  # files of a shared size, recognised by name (a string compared per row of theirs)
 FILES_PER_TASK = 128  # delete files per task reading them
 _SIZE_MISMATCH = (
@@ -152,7 +152,7 @@ def row_key_sql(plan: KeyPlan) -> str:
     (True, True)
     """
     unique = sorted(f.size for f in plan.files if plan.slots[f.path] == f.size)  # the others: by name
-    unique += [-i for i in range(1, _IN_SET - len(unique) + 1)]  # never a size: see above
+    unique += [-i for i in range(1, IN_SET - len(unique) + 1)]  # never a size: see above
     by_name = " ".join(
         f"WHEN _metadata.file_path = {sql_string(name)} THEN {slot * plan.stride} + _metadata.row_index"
         for name, slot in sorted(plan.named.items())
@@ -218,7 +218,7 @@ def _file_keys(
     positions of its deletion vector ``blobs``."""
     for offset, length, span in blobs:
         positions = np.frombuffer(deserialize_dv(content[offset : offset + length]).to_array(), np.uint64)
-        yield _keys(positions.astype(np.int64), span)
+        yield span_keys(positions.astype(np.int64), span)
     if named:
         yield parquet_keys(pq.read_table(pa.BufferReader(content), columns=["file_path", "pos"]), named)
 
@@ -241,7 +241,7 @@ def parquet_keys(table: pa.Table, named: dict[str, Span]) -> np.ndarray:
     return bases[codes][keep] + positions[keep]
 
 
-def _keys(positions: np.ndarray, span: Span) -> np.ndarray:
+def span_keys(positions: np.ndarray, span: Span) -> np.ndarray:
     """The keys of one data file's ``positions`` that lie within its rows."""
     keep = (positions >= 0) & (positions < span.rows)
     return span.base + positions[keep]

@@ -17,11 +17,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
+from pyiceberg.io import FileIO
 from pyiceberg.schema import Schema
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from rowops.exec.reading import position_keys
+from rowops.exec.reading import few_deletes, position_keys
 from rowops.exec.reading.equality_deletes import apply_equality_deletes
 from rowops.exec.reading.file_reads import (
     FILE_COL,
@@ -101,6 +102,7 @@ def scan(
     files: TableFiles,
     data_files: Sequence[LiveFile] | None = None,
     row_ids: bool = False,
+    io: FileIO | None = None,
 ) -> DataFrame:
     """The live rows of a snapshot (or of a subset of its data files), deletes applied.
 
@@ -114,6 +116,8 @@ def scan(
         data_files: restrict the scan to these data files (default: all).
         row_ids: keep the ``_file`` and ``_pos`` columns; on a format v3 table also each row's
             ``_row_id`` and ``_last_updated_sequence_number`` (``exec/lineage.py``).
+        io: the lake's file system, to read a few position deletes on the driver
+            (``exec/reading/few_deletes.py``); None: always on executors.
     """
     targets = list(files.data if data_files is None else data_files)
     lineage = row_ids and carries_lineage(targets)
@@ -132,40 +136,51 @@ def scan(
         )
         parts.append(select_columns(plain, columns))
     if dirty:
-        parts.append(select_columns(_deleted(spark, schema, index, dirty, row_ids), columns))
+        parts.append(select_columns(_deleted(spark, schema, index, dirty, row_ids, io), columns))
     rows = functools.reduce(DataFrame.unionByName, parts)
     return resolve_lineage(spark, rows, targets) if lineage else rows
 
 
 def _deleted(
-    spark: SparkSession, schema: Schema, index: DeleteIndex, dirty: Sequence[LiveFile], row_ids: bool
+    spark: SparkSession,
+    schema: Schema,
+    index: DeleteIndex,
+    dirty: Sequence[LiveFile],
+    row_ids: bool,
+    io: FileIO | None,
 ) -> DataFrame:
     """Rows of data files some delete applies to, those deletes applied; with ids when ``row_ids`` or
-    position deletes need them. Files under position deletes only are anti-joined by a row key
-    (``exec/reading/position_keys.py``), files under equality deletes by name and position."""
+    position deletes need them. Files under position deletes only are filtered by a row key
+    (``exec/reading/position_keys.py``): a few deletes read on the driver (``few_deletes.py``), more
+    anti-joined; files under equality deletes are anti-joined by name and position."""
     keyed = [f for f in dirty if index.equality_deletes_on(f)]
     unkeyed = [f for f in dirty if not index.equality_deletes_on(f)]
     deletes = index.position_deletes_applying(unkeyed)
-    plan = position_keys.plan_keys(unkeyed, deleted=sum(d.record_count for d in deletes))
-    parts = [_deleted_by_key(spark, schema, index, plan, deletes, row_ids)] if plan else []
+    few = few_deletes.read_few(io, unkeyed, index, deletes)
+    plan = few[0] if few else position_keys.plan_keys(unkeyed, deleted=sum(d.record_count for d in deletes))
+    parts = []
+    if plan:
+        ids = [F.col("_metadata.file_path").alias(FILE_COL), F.col("_metadata.row_index").alias(POS_COL)]
+        extra = [*(ids if row_ids else ()), position_keys.row_key(plan)]
+        rows = read_as_stored(spark, schema, plan.files, extra)
+        parts.append(
+            few_deletes.drop_listed(rows, few[1]) if few else _drop_by_key(spark, index, plan, deletes, rows)
+        )
     if keyed or not plan:
         parts.append(_deleted_by_name(spark, schema, index, keyed, [] if plan else unkeyed, row_ids))
     columns = [f.name for f in schema.fields] + ([FILE_COL, POS_COL] if row_ids else [])
     return functools.reduce(DataFrame.unionByName, [select_columns(p, columns) for p in parts])
 
 
-def _deleted_by_key(
+def _drop_by_key(
     spark: SparkSession,
-    schema: Schema,
     index: DeleteIndex,
     plan: position_keys.KeyPlan,
     deletes: Sequence[LiveFile],
-    row_ids: bool,
+    rows: DataFrame,
 ) -> DataFrame:
-    """Rows of the plan's files (under position deletes only), their ``deletes`` applied by row key."""
-    ids = [F.col("_metadata.file_path").alias(FILE_COL), F.col("_metadata.row_index").alias(POS_COL)]
-    extra = [*(ids if row_ids else ()), position_keys.row_key(plan)]
-    rows = read_as_stored(spark, schema, plan.files, extra)
+    """``rows`` of the plan's files (with their key) without those ``deletes`` remove, anti-joined with
+    the keys read on executors."""
     keys = position_keys.deleted_keys(spark, deletes, position_keys.delete_sources(plan, index))
     size = sum(d.record_count for d in deletes) * 16
     return position_keys.drop_deleted(rows, broadcast_if_fits(spark, keys, size))
