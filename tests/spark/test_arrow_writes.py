@@ -135,6 +135,9 @@ def test_new_rows_and_keys_are_ordered_by_the_identifier_within_a_file(lake, jav
     }
     # a dictionary where it pays (parquet-mr's rule, ``parquet_dictionary.py``): 3 values of g, not unique keys
     assert "RLE_DICTIONARY" in encodings["g"] and "RLE_DICTIONARY" not in encodings["k"], encodings
+    # no copy of the Arrow schema in the footer (``arrow_files.writer_options``): the readers below
+    # take the types from the Parquet schema
+    assert b"ARROW:schema" not in (data.metadata.metadata or {}), data.metadata.metadata
     expected = {r[0]: r for r in [plain(k) for k in range(60)]} | {r[0]: r for r in rows}
     assert_readers_agree(table, expected.values(), columns, java)
 
