@@ -27,7 +27,7 @@ from pyiceberg.io import FileIO
 from pyspark.sql import DataFrame
 
 from rowops.exec.reading import position_keys
-from rowops.exec.reading.position_keys import IN_SET, KEY, KeyPlan, Span, parquet_keys, span_keys
+from rowops.exec.reading.position_keys import IN_SET, KEY, KeyPlan, Span, parquet_keys, vector_keys
 from rowops.exec.spark.listing import spark_name
 from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.fileio import filesystem
@@ -87,6 +87,5 @@ def _read_keys(io: FileIO, key: str, where: tuple[int, int], span: dict[str, Spa
     file's) or of one position delete file (``span``: the data files it may name, by normalized path)."""
     fs, path = filesystem(io, key)
     if isinstance(span, Span):
-        vector = read_deletion_vector(fs, path, *where)
-        return span_keys(np.frombuffer(vector.to_array(), np.uint64).astype(np.int64), span)
+        return vector_keys(read_deletion_vector(fs, path, *where), span)
     return parquet_keys(pq.read_table(path, filesystem=fs, columns=["file_path", "pos"]), span)

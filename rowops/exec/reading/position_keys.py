@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyroaring import BitMap64
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -217,8 +218,7 @@ def _file_keys(
     """The keys of one delete file: a Parquet file's rows of the data files in ``named``, or the
     positions of its deletion vector ``blobs``."""
     for offset, length, span in blobs:
-        positions = np.frombuffer(deserialize_dv(content[offset : offset + length]).to_array(), np.uint64)
-        yield span_keys(positions.astype(np.int64), span)
+        yield vector_keys(deserialize_dv(content[offset : offset + length]), span)
     if named:
         yield parquet_keys(pq.read_table(pa.BufferReader(content), columns=["file_path", "pos"]), named)
 
@@ -239,6 +239,11 @@ def parquet_keys(table: pa.Table, named: dict[str, Span]) -> np.ndarray:
     positions = table.column("pos").to_numpy()
     keep = (bases[codes] >= 0) & (positions >= 0) & (positions < limits[codes])
     return bases[codes][keep] + positions[keep]
+
+
+def vector_keys(vector: BitMap64, span: Span) -> np.ndarray:
+    """The keys of a deletion vector's positions that lie within its data file's rows."""
+    return span_keys(np.frombuffer(vector.to_array(), np.uint64).astype(np.int64), span)
 
 
 def span_keys(positions: np.ndarray, span: Span) -> np.ndarray:
