@@ -49,9 +49,15 @@ def _scans(df: Any) -> list[tuple[set[str], bool]]:
     return found
 
 
-def _table(lake: Any) -> Any:
+def _table(lake: Any, format_version: int = 2) -> Any:
     rows = [make_row(k) for k in range(ROWS)]
-    return lake.create_table("db.t", frame(lake.spark, rows), partition_by=["bucket(4, k)"], identifier=["k"])
+    return lake.create_table(
+        "db.t",
+        frame(lake.spark, rows),
+        partition_by=["bucket(4, k)"],
+        identifier=["k"],
+        format_version=format_version,
+    )
 
 
 def test_files_no_delete_applies_to_never_meet_a_join(lake, strategy) -> None:  # type: ignore[no-untyped-def]
@@ -210,14 +216,7 @@ def test_few_deletes_are_read_on_the_driver_within_their_bounds(lake, monkeypatc
     """Up to ``few_deletes.MAX_POSITIONS`` positions in ``MAX_BYTES`` of delete files (position delete
     files on v2, deletion vector blobs on v3) filter the rows' keys with no join and no Spark job of
     their own; past either bound they are joined. The rows are the same either way."""
-    rows = [make_row(k) for k in range(ROWS)]
-    table = lake.create_table(
-        "db.t",
-        frame(lake.spark, rows),
-        partition_by=["bucket(4, k)"],
-        identifier=["k"],
-        format_version=format_version,
-    )
+    table = _table(lake, format_version)
     changed = [make_row(k, 1) for k in range(ROWS) if k % 13 == 0]
     rowops.merge(frame(lake.spark, changed), table, on=["k"], strategy="position-delete")
     deletes = table.files().position_deletes

@@ -18,6 +18,7 @@ the bound keeps that below the job and join it replaces.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -38,7 +39,6 @@ from rowops.meta.v3 import content_range, is_deletion_vector
 MAX_POSITIONS = 4096
 MAX_BYTES = 1 << 20
 READ_THREADS = 8
-_PARQUET = (-1, -1)  # a whole position delete file, not a blob
 
 
 def read_few(
@@ -56,14 +56,17 @@ def read_few(
         return None
     sources = position_keys.delete_sources(plan, index)
     keys_of = {spark_name(d.file_key): d.file_key for d in deletes}
-    reads: list[tuple[str, tuple[int, int], dict[str, Span] | Span]] = [
-        (keys_of[name], (offset, length), span)
+    reads = [
+        functools.partial(_blob_keys, io, keys_of[name], offset, length, span)
         for name, blobs in sources.blobs.items()
         for offset, length, span in blobs
     ]
-    reads += [(keys_of[name], _PARQUET, named) for name, named in sources.named.items()]
+    reads += [
+        functools.partial(_delete_file_keys, io, keys_of[name], named)
+        for name, named in sources.named.items()
+    ]
     with ThreadPoolExecutor(min(READ_THREADS, max(1, len(reads)))) as pool:
-        found = list(pool.map(lambda read: _read_keys(io, *read), reads))
+        found = list(pool.map(lambda read: read(), reads))
     return plan, np.unique(np.concatenate(found)) if found else np.empty(0, np.int64)
 
 
@@ -82,10 +85,14 @@ def _bytes(d: LiveFile) -> int:
     return where[1] if where is not None else d.size
 
 
-def _read_keys(io: FileIO, key: str, where: tuple[int, int], span: dict[str, Span] | Span) -> np.ndarray:
-    """The keys of one deletion vector blob (``where``: its offset and length; ``span``: its data
-    file's) or of one position delete file (``span``: the data files it may name, by normalized path)."""
+def _blob_keys(io: FileIO, key: str, offset: int, length: int, span: Span) -> np.ndarray:
+    """The keys of the deletion vector blob at ``offset``/``length`` of the Puffin file at ``key``."""
     fs, path = filesystem(io, key)
-    if isinstance(span, Span):
-        return vector_keys(read_deletion_vector(fs, path, *where), span)
-    return parquet_keys(pq.read_table(path, filesystem=fs, columns=["file_path", "pos"]), span)
+    return vector_keys(read_deletion_vector(fs, path, offset, length), span)
+
+
+def _delete_file_keys(io: FileIO, key: str, named: dict[str, Span]) -> np.ndarray:
+    """The keys of the position delete file at ``key`` (``named``: the data files it may name, by
+    normalized path)."""
+    fs, path = filesystem(io, key)
+    return parquet_keys(pq.read_table(path, filesystem=fs, columns=["file_path", "pos"]), named)
