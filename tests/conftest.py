@@ -13,6 +13,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from rowops.plan.strategy import COPY_ON_WRITE, EQUALITY_DELETE, POSITION_DELETE
+from tests.jvm_options import spark_conf as jvm_conf
 from tests.oracles.java_reader import JavaIcebergReader, hadoop_s3_conf, java_oracle_available
 from tests.oracles.s3_server import S3Server, s3_server
 from tests.slow_tests import SLOW_FUNCTIONS, SLOW_IN_MAKE_TEST
@@ -148,7 +149,7 @@ def spark() -> Iterator[SparkSession]:
     from rowops.exec.spark.session import configure
 
     builder = SparkSession.builder
-    for key, value in s3_jars.session_conf(pyspark.__version__).items():
+    for key, value in {**s3_jars.session_conf(pyspark.__version__), **jvm_conf()}.items():
         builder = builder.config(key, value)
     session = (
         builder.master("local[2]")
@@ -215,7 +216,7 @@ def java(request: pytest.FixtureRequest) -> Iterator[JavaIcebergReader | None]:
         return
     wants_s3 = s3_jars.available() and any(map(_uses_s3, request.session.items))
     hadoop = hadoop_s3_conf(request.getfixturevalue("s3").options) if wants_s3 else {}
-    with JavaIcebergReader(hadoop_conf=hadoop) as reader:
+    with JavaIcebergReader(hadoop_conf=hadoop, spark_conf=jvm_conf()) as reader:
         yield reader
 
 

@@ -22,6 +22,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from rowops.meta.fileio import s3a_conf
+from tests import jvm_options
 from tests.oracles.s3_server import S3Server, s3_server
 from tools import s3_jars
 
@@ -99,6 +100,7 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory, s3: S3Server) -> Itera
         "--conf", "spark.ui.enabled=false",
         "--conf", "spark.sql.shuffle.partitions=4",
         "--conf", "spark.sql.session.timeZone=UTC",
+        *[a for k, v in jvm_options.spark_conf().items() for a in ("--conf", f"{k}={v}")],
         *s3_arguments(s3),
     ]  # fmt: skip
     log = work / "server.log"

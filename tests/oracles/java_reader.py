@@ -125,11 +125,14 @@ class JavaIcebergReader:
         read_timeout: float = 120.0,
         driver_memory: str = "1g",
         hadoop_conf: dict[str, str] | None = None,
+        spark_conf: dict[str, str] | None = None,
     ) -> None:
         """``hadoop_conf``: Hadoop settings of the worker's session from its start (S3 endpoint and keys:
-        Iceberg's path-based tables keep the Hadoop configuration of their first load)."""
+        Iceberg's path-based tables keep the Hadoop configuration of their first load); ``spark_conf``:
+        more Spark settings of it (the tests' JVM options, ``tests/jvm_options.py``)."""
         self._jars = list(jars) if jars is not None else None
         self._hadoop_conf = dict(hadoop_conf or {})
+        self._spark_conf = dict(spark_conf or {})
         self._startup_timeout = startup_timeout
         self._read_timeout = read_timeout
         self._driver_memory = driver_memory
@@ -169,6 +172,7 @@ class JavaIcebergReader:
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
         env.update(SPARK_CONF_DIR=str(work / "conf"), PYTHONUNBUFFERED="1")
         env["ROWOPS_JAVA_HADOOP_CONF"] = json.dumps(self._hadoop_conf)
+        env["ROWOPS_JAVA_SPARK_CONF"] = json.dumps(self._spark_conf)
         env.pop("PYSPARK_SUBMIT_ARGS", None)
         self._reply_fd, write_fd = os.pipe()
         self._buffer = b""
@@ -321,6 +325,7 @@ def _serve(reply_fd: int, jars: list[str], driver_memory: str) -> None:
     }
     hadoop = json.loads(os.environ.get("ROWOPS_JAVA_HADOOP_CONF") or "{}")
     conf.update({f"spark.hadoop.{key}": value for key, value in hadoop.items()})
+    conf.update(json.loads(os.environ.get("ROWOPS_JAVA_SPARK_CONF") or "{}"))
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -1,0 +1,21 @@
+"""The JVM options of the tests' Spark drivers: the suites' own session, the Java oracle and the Spark
+Connect server (not rowops' sessions, not the benchmarks').
+
+Tests run many short, different queries on tiny tables, two pytest-xdist workers on two cores: the
+JIT's optimizing tier (C2) spends more CPU compiling than its code saves before the query is done.
+Measured (``test_reads``, ``test_deletion_vectors``, ``test_optimizations``, ``test_merge_semantics``,
+59 tests, ``-n 2``): 257 s by default, 211 s with C1 only, 202 s with C1 only and the serial collector
+(no parallel GC threads competing with the other worker).
+
+>>> spark_conf()["spark.driver.extraJavaOptions"]
+'-XX:TieredStopAtLevel=1 -XX:+UseSerialGC'
+"""
+
+from __future__ import annotations
+
+JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def spark_conf() -> dict[str, str]:
+    """The Spark settings that start a local driver JVM with :data:`JAVA_OPTIONS`."""
+    return {"spark.driver.extraJavaOptions": JAVA_OPTIONS}
