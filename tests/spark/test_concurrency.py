@@ -41,6 +41,7 @@ from rowops.errors import ConflictKind
 from rowops.meta.fileio import list_files, s3a_conf
 from rowops.meta.paths import is_remote, normalize_path, relative
 from rowops.request.identifiers import TableIdentifier
+from tests import jvm_options
 from tests.conftest import make_lake
 from tests.readers import assert_readers_agree
 from tests.spark.tables import COLUMNS, Layout, Oracle, frame, make_row
@@ -162,7 +163,7 @@ def _worker_main(inbox: Any, outbox: Any) -> None:
     from rowops.exec.spark.session import configure
 
     builder = SparkSession.builder
-    for key, value in s3_jars.session_conf(pyspark.__version__).items():
+    for key, value in {**s3_jars.session_conf(pyspark.__version__), **jvm_options.spark_conf()}.items():
         builder = builder.config(key, value)
     spark = (
         builder.master("local[1]")

@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.jvm_options import JAVA_OPTIONS
+
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = """
+SCRIPT = f"""
 import sys
 
 import rowops
@@ -26,7 +28,8 @@ from pyspark.sql import SparkSession
 
 spark = (
     SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-    .config("spark.sql.shuffle.partitions", "2").getOrCreate()
+    .config("spark.sql.shuffle.partitions", "2")
+    .config("spark.driver.extraJavaOptions", {JAVA_OPTIONS!r}).getOrCreate()
 )
 try:
     lake = rowops.Lakehouse(sys.argv[1], spark=spark)
