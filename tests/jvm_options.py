@@ -1,5 +1,6 @@
-"""The JVM options of the tests' Spark drivers: the suites' own session, the Java oracle and the Spark
-Connect server (not rowops' sessions, not the benchmarks').
+"""The JVM options of the tests' own Spark drivers: the suites' session, the Java oracle, the Spark
+Connect server and the processes some tests start (the concurrency workers, the executors test's
+script, Iceberg Java's table writer); not sessions built by rowops' own code, not the benchmarks'.
 
 Tests run many short, different queries on tiny tables, two pytest-xdist workers on two cores: the
 JIT's optimizing tier (C2) spends more CPU compiling than its code saves before the query is done.
