@@ -17,7 +17,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from tests.jvm_options import JAVA_OPTIONS
+from tests.jvm_options import spark_conf as jvm_conf
 from tests.oracles.java_reader import default_jars
 
 
@@ -35,7 +35,7 @@ def main(warehouse: str, rows: int, names: list[str], v3_deletes: bool = False) 
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.extraJavaOptions", JAVA_OPTIONS)
+        .config(map=jvm_conf())
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
