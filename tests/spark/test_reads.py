@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 
 import rowops
-from rowops.exec.reading import equality_deletes, few_deletes, packed_keys, position_keys, scan
+from rowops.exec.reading import (
+    block_masks,
+    delete_positions,
+    driver_deletes,
+    equality_deletes,
+    packed_keys,
+    position_keys,
+    scan,
+)
 from rowops.exec.reading.packed_keys import packed_key
 from rowops.exec.rewriting.arrow_deletes import KeyCodec
 from rowops.exec.spark.listing import spark_name
@@ -25,7 +33,7 @@ ROWS = 400
 
 def _scans(df: Any) -> list[tuple[set[str], bool]]:
     """Each file scan of ``df``'s executed plan: the files it reads and whether deletes are applied
-    above it (a join, or the filter on row keys of ``few_deletes``)."""
+    above it (a join, or the filter on row keys of ``driver_deletes``)."""
     found: list[tuple[set[str], bool]] = []
 
     def walk(node: Any, under_join: bool) -> None:
@@ -189,13 +197,18 @@ def test_delete_sets_are_broadcast_when_their_counted_size_fits(lake) -> None:  
             assert {r["k"]: r["n"] for r in df.collect()} == expected
 
 
-@pytest.mark.parametrize("join", ["few", "row key", "row key by positions", "position", "pair"])
+@pytest.mark.parametrize(
+    "join", ["few", "driver keys", "row key", "row key by positions", "position", "pair"]
+)
 def test_position_deletes_remove_their_file_rows_only(lake, monkeypatch, join) -> None:  # type: ignore[no-untyped-def]
     """Every file of the table has rows at the positions deleted in the others: only the named file's
-    row goes, whether a few deletes filter each row's key (``few_deletes``: no join), or the anti-join
-    hashes one long per row (``position_keys``: from enough files, or enough deleted positions in few
-    files), or by name: positions (names compared in its residual) or (name, position) pairs."""
-    monkeypatch.setattr(few_deletes, "MAX_POSITIONS", few_deletes.MAX_POSITIONS if join == "few" else 0)
+    row goes, whether the driver reads the deletes (``driver_deletes``) and a few filter each row's key
+    (no join) or more are anti-joined as masks of 64-row blocks (``block_masks``), or executors read them and the anti-join hashes one
+    long per row (``position_keys``: from enough files, or enough deleted positions in few files), or by
+    name: positions (names compared in its residual) or (name, position) pairs."""
+    driver = join in ("few", "driver keys")
+    monkeypatch.setattr(driver_deletes, "MAX_POSITIONS", driver_deletes.MAX_POSITIONS if driver else 0)
+    monkeypatch.setattr(driver_deletes, "MAX_LISTED", driver_deletes.MAX_LISTED if join == "few" else 0)
     monkeypatch.setattr(position_keys, "MIN_FILES", 1 if join == "row key" else 4097)
     monkeypatch.setattr(position_keys, "MIN_DELETED_ROWS", 1 if join == "row key by positions" else 1 << 62)
     monkeypatch.setattr(scan, "MAX_FILES_KEYED_BY_POSITION", 64 if join == "position" else 0)
@@ -208,14 +221,16 @@ def test_position_deletes_remove_their_file_rows_only(lake, monkeypatch, join) -
     assert ("_delete_file" in plan) is (join == "position")
     assert ("Join" in plan) is (join != "few")
     assert (position_keys.KEY in plan) is join.startswith("row key")
+    assert ("_rowops_mask" in plan) is (join == "driver keys")
     assert {r["k"]: r["n"] for r in df.collect()} == {k: 1 if k % 13 == 0 else 0 for k in range(ROWS)}
 
 
 @pytest.mark.parametrize("format_version", [2, 3])
-def test_few_deletes_are_read_on_the_driver_within_their_bounds(lake, monkeypatch, format_version) -> None:  # type: ignore[no-untyped-def]
-    """Up to ``few_deletes.MAX_POSITIONS`` positions in ``MAX_BYTES`` of delete files (position delete
-    files on v2, deletion vector blobs on v3) filter the rows' keys with no join and no Spark job of
-    their own; past either bound they are joined. The rows are the same either way."""
+def test_deletes_are_read_on_the_driver_within_their_bounds(lake, monkeypatch, format_version) -> None:  # type: ignore[no-untyped-def]
+    """Up to ``driver_deletes.MAX_POSITIONS`` positions in ``MAX_BYTES`` of delete files (position delete
+    files on v2, deletion vector blobs on v3) are read by the driver, with no Spark job while the read
+    is built: up to ``MAX_LISTED`` keys filter the rows with no join, more are broadcast and joined.
+    Past either bound executors read them (a join too). The rows are the same either way."""
     table = _table(lake, format_version)
     changed = [make_row(k, 1) for k in range(ROWS) if k % 13 == 0]
     rowops.merge(frame(lake.spark, changed), table, on=["k"], strategy="position-delete")
@@ -223,10 +238,10 @@ def test_few_deletes_are_read_on_the_driver_within_their_bounds(lake, monkeypatc
     assert deletes and sum(d.record_count for d in deletes) == len(changed)
     expected = {k: 1 if k % 13 == 0 else 0 for k in range(ROWS)}
     jobs = lake.spark.sparkContext.statusTracker()
-    for bound, joined in [(None, False), ("MAX_POSITIONS", True), ("MAX_BYTES", True)]:
+    for bound, joined in [(None, False), ("MAX_LISTED", True), ("MAX_POSITIONS", True), ("MAX_BYTES", True)]:
         if bound is not None:
-            monkeypatch.setattr(few_deletes, bound, 0)
-        group = f"few-deletes-{format_version}-{bound}"
+            monkeypatch.setattr(driver_deletes, bound, 0)
+        group = f"driver-deletes-{format_version}-{bound}"
         lake.spark.sparkContext.setJobGroup(group, "building a read")
         df = table.to_df()
         assert not jobs.getJobIdsForGroup(group), "building the read ran a Spark job"
@@ -235,6 +250,42 @@ def test_few_deletes_are_read_on_the_driver_within_their_bounds(lake, monkeypatc
         assert {r["k"]: r["n"] for r in df.collect()} == expected
         monkeypatch.undo()
     lake.spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+
+
+@pytest.mark.parametrize("format_version", [2, 3])
+def test_the_driver_reads_each_delete_file_once(lake, monkeypatch, format_version) -> None:  # type: ignore[no-untyped-def]
+    """Delete files never change, so the driver keeps their positions (``delete_positions``): a read
+    after a write reads only the delete files the table did not hold before, the next read none, and
+    their rows are those of a read that keeps nothing."""
+    monkeypatch.setattr(delete_positions, "CACHE", delete_positions.PositionCache())
+    reads: list[str] = []
+
+    def counted(read: Any) -> Any:
+        return lambda io, key, *rest: reads.append(key) or read(io, key, *rest)
+
+    monkeypatch.setattr(delete_positions, "_read_file", counted(delete_positions._read_file))
+    monkeypatch.setattr(delete_positions, "_read_blob", counted(delete_positions._read_blob))
+    table = _table(lake, format_version)
+    expected, seen = {k: 0 for k in range(ROWS)}, set()
+    for step in range(3):
+        keys = [k for k in range(ROWS) if k % (11 + step) == 0]
+        rowops.merge(
+            frame(lake.spark, [make_row(k, step + 1) for k in keys]),
+            table,
+            on=["k"],
+            strategy="position-delete",
+        )
+        expected.update(dict.fromkeys(keys, step + 1))
+        start = len(reads)
+        assert {r["k"]: r["n"] for r in table.to_df().collect()} == expected
+        live = {d.file_key for d in table.files().position_deletes}
+        assert set(reads[start:]) == live - seen, "a kept delete file was read again, or a new one not"
+        seen |= live
+        start = len(reads)
+        assert {r["k"]: r["n"] for r in table.to_df().collect()} == expected
+        assert not reads[start:], "the next read read delete files again"
+    monkeypatch.setattr(delete_positions, "CACHE", delete_positions.PositionCache(limit=0))
+    assert {r["k"]: r["n"] for r in table.to_df().collect()} == expected
 
 
 _PLAN_KEYS = position_keys.plan_keys
@@ -282,6 +333,40 @@ def test_a_file_larger_than_its_manifest_says_fails_the_read(lake, monkeypatch) 
     monkeypatch.setattr(position_keys, "plan_keys", off_by_one)
     with pytest.raises(Exception, match="differs from its manifest's file_size_in_bytes"):
         table.to_df().collect()
+
+
+_PLAN_BLOCKS = block_masks.plan_blocks
+
+
+@pytest.mark.parametrize("shape", ["named", "sized wrong"])
+def test_block_masks_find_files_by_size_or_name(lake, monkeypatch, shape) -> None:  # type: ignore[no-untyped-def]
+    """Block masks (``block_masks``: more positions than a filter lists) find a row's file by its size
+    or, for files sharing a size, by name: the deletes remove exactly their rows. A file whose size
+    differs from its manifest's fails the read with a Help line."""
+
+    def planned(files: Any) -> block_masks.BlockPlan | None:
+        plan = _PLAN_BLOCKS(files)
+        assert plan is not None and not plan.named
+        if shape == "named":
+            named = {spark_name(f.path): plan.bases[f.path] for f in files}
+            return block_masks.BlockPlan(plan.files, plan.bases, {}, named)
+        return block_masks.BlockPlan(plan.files, plan.bases, {s + 1: b for s, b in plan.sized.items()}, {})
+
+    monkeypatch.setattr(driver_deletes, "MAX_LISTED", 0)
+    monkeypatch.setattr(block_masks, "plan_blocks", planned)
+    table = _table(lake)
+    changed = [make_row(k, 1) for k in range(ROWS) if k % 13 == 0]
+    rowops.merge(frame(lake.spark, changed), table, on=["k"], strategy="position-delete")
+    if shape == "sized wrong":
+        with pytest.raises(Exception, match="differs from its manifest's file_size_in_bytes"):
+            table.to_df().collect()
+        return
+    df = table.to_df()
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    assert "_rowops_mask" in plan and all(
+        spark_name(f.path) in plan for f in table.files().data if f.seq == 1
+    )
+    assert {r["k"]: r["n"] for r in df.collect()} == {k: 1 if k % 13 == 0 else 0 for k in range(ROWS)}
 
 
 def _hash_keys(df: Any) -> list[str]:

@@ -63,7 +63,7 @@ MAX_FILES = 4096  # files read by key in one scan: their sizes are checked by on
 IN_SET = 11  # more than spark.sql.optimizer.inSetConversionThreshold (10): a hash set, not inlined
 MAX_NAMED = 64  # files of a shared size, recognised by name (a string compared per row of theirs)
 FILES_PER_TASK = 128  # delete files per task reading them
-_SIZE_MISMATCH = (
+SIZE_MISMATCH = (
     "A data file's size differs from its manifest's file_size_in_bytes, so its position deletes cannot "
     "be applied. Help: the table's metadata is corrupt; compare the file with its manifest entry "
     "(rowops inspect files)"
@@ -164,7 +164,7 @@ def row_key_sql(plan: KeyPlan) -> str:
         if unique
         else ""
     )
-    return f"CASE {by_size} {by_name} ELSE raise_error({sql_string(_SIZE_MISMATCH)}) END"
+    return f"CASE {by_size} {by_name} ELSE raise_error({sql_string(SIZE_MISMATCH)}) END"
 
 
 def delete_sources(plan: KeyPlan, index: DeleteIndex) -> DeleteSources:

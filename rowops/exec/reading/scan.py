@@ -22,7 +22,7 @@ from pyiceberg.schema import Schema
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from rowops.exec.reading import few_deletes, position_keys
+from rowops.exec.reading import driver_deletes, position_keys
 from rowops.exec.reading.equality_deletes import apply_equality_deletes
 from rowops.exec.reading.file_reads import (
     FILE_COL,
@@ -117,7 +117,7 @@ def scan(
         row_ids: keep the ``_file`` and ``_pos`` columns; on a format v3 table also each row's
             ``_row_id`` and ``_last_updated_sequence_number`` (``exec/lineage.py``).
         io: the lake's file system, to read a few position deletes on the driver
-            (``exec/reading/few_deletes.py``); None: always on executors.
+            (``exec/reading/driver_deletes.py``); None: always on executors.
     """
     targets = list(files.data if data_files is None else data_files)
     lineage = row_ids and carries_lineage(targets)
@@ -151,23 +151,32 @@ def _deleted(
 ) -> DataFrame:
     """Rows of data files some delete applies to, those deletes applied; with ids when ``row_ids`` or
     position deletes need them. Files under position deletes only are filtered by a row key
-    (``exec/reading/position_keys.py``): a few deletes read on the driver (``few_deletes.py``), more
-    anti-joined; files under equality deletes are anti-joined by name and position."""
+    (``exec/reading/position_keys.py``), their keys read by the driver (``driver_deletes.py``) or, past
+    its bounds, by executors; files under equality deletes are anti-joined by name and position."""
     keyed = [f for f in dirty if index.equality_deletes_on(f)]
     unkeyed = [f for f in dirty if not index.equality_deletes_on(f)]
     deletes = index.position_deletes_applying(unkeyed)
-    few = few_deletes.read_few(io, unkeyed, index, deletes)
-    plan = few[0] if few else position_keys.plan_keys(unkeyed, deleted=sum(d.record_count for d in deletes))
+    ids = [F.col("_metadata.file_path").alias(FILE_COL), F.col("_metadata.row_index").alias(POS_COL)]
+    ids = ids if row_ids else []
+    positions = driver_deletes.read_positions(io, unkeyed, index, deletes) if unkeyed else None
     parts = []
-    if plan:
-        ids = [F.col("_metadata.file_path").alias(FILE_COL), F.col("_metadata.row_index").alias(POS_COL)]
-        extra = [*(ids if row_ids else ()), position_keys.row_key(plan)]
-        rows = read_as_stored(spark, schema, plan.files, extra)
+    read = None if positions is None else driver_deletes.read_without(spark, schema, unkeyed, positions, ids)
+    plan = (
+        None
+        if read is not None
+        else position_keys.plan_keys(unkeyed, deleted=sum(d.record_count for d in deletes))
+    )
+    if read is not None:
+        parts.append(read)
+    elif plan:
+        rows = read_as_stored(spark, schema, plan.files, [*ids, position_keys.row_key(plan)])
+        parts.append(_drop_by_key(spark, index, plan, deletes, rows))
+    if keyed or (read is None and not plan):
         parts.append(
-            few_deletes.drop_listed(rows, few[1]) if few else _drop_by_key(spark, index, plan, deletes, rows)
+            _deleted_by_name(
+                spark, schema, index, keyed, [] if read is not None or plan else unkeyed, row_ids
+            )
         )
-    if keyed or not plan:
-        parts.append(_deleted_by_name(spark, schema, index, keyed, [] if plan else unkeyed, row_ids))
     columns = [f.name for f in schema.fields] + ([FILE_COL, POS_COL] if row_ids else [])
     return functools.reduce(DataFrame.unionByName, [select_columns(p, columns) for p in parts])
 
