@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from pyiceberg.io import FileIO
 from pyiceberg.schema import Schema
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rowops.exec.reading import driver_deletes, position_keys
@@ -155,30 +155,39 @@ def _deleted(
     its bounds, by executors; files under equality deletes are anti-joined by name and position."""
     keyed = [f for f in dirty if index.equality_deletes_on(f)]
     unkeyed = [f for f in dirty if not index.equality_deletes_on(f)]
-    deletes = index.position_deletes_applying(unkeyed)
     ids = [F.col("_metadata.file_path").alias(FILE_COL), F.col("_metadata.row_index").alias(POS_COL)]
-    ids = ids if row_ids else []
-    positions = driver_deletes.read_positions(io, unkeyed, index, deletes) if unkeyed else None
-    parts = []
-    read = None if positions is None else driver_deletes.read_without(spark, schema, unkeyed, positions, ids)
-    plan = (
-        None
-        if read is not None
-        else position_keys.plan_keys(unkeyed, deleted=sum(d.record_count for d in deletes))
+    by_position = (
+        _without_positions(spark, schema, index, unkeyed, ids if row_ids else [], io) if unkeyed else None
     )
-    if read is not None:
-        parts.append(read)
-    elif plan:
-        rows = read_as_stored(spark, schema, plan.files, [*ids, position_keys.row_key(plan)])
-        parts.append(_drop_by_key(spark, index, plan, deletes, rows))
-    if keyed or (read is None and not plan):
-        parts.append(
-            _deleted_by_name(
-                spark, schema, index, keyed, [] if read is not None or plan else unkeyed, row_ids
-            )
-        )
+    parts = [] if by_position is None else [by_position]
+    if keyed or by_position is None:
+        named = unkeyed if by_position is None else []
+        parts.append(_deleted_by_name(spark, schema, index, keyed, named, row_ids))
     columns = [f.name for f in schema.fields] + ([FILE_COL, POS_COL] if row_ids else [])
     return functools.reduce(DataFrame.unionByName, [select_columns(p, columns) for p in parts])
+
+
+def _without_positions(
+    spark: SparkSession,
+    schema: Schema,
+    index: DeleteIndex,
+    files: Sequence[LiveFile],
+    ids: Sequence[Column],
+    io: FileIO | None,
+) -> DataFrame | None:
+    """Rows of ``files`` (under position deletes only; ``schema``'s columns, then ``ids``) without those
+    their deletes remove, read by the driver (``driver_deletes.py``) or, past its bounds, keyed by
+    executors (``position_keys.py``); None when their rows cannot be keyed that way."""
+    deletes = index.position_deletes_applying(files)
+    positions = driver_deletes.read_positions(io, files, index, deletes)
+    rows = None if positions is None else driver_deletes.read_without(spark, schema, files, positions, ids)
+    if rows is not None:
+        return rows
+    plan = position_keys.plan_keys(files, deleted=sum(d.record_count for d in deletes))
+    if plan is None:
+        return None
+    keyed = read_as_stored(spark, schema, plan.files, [*ids, position_keys.row_key(plan)])
+    return _drop_by_key(spark, index, plan, deletes, keyed)
 
 
 def _drop_by_key(
