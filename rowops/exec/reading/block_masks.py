@@ -85,7 +85,9 @@ def block_masks(plan: BlockPlan, positions: Mapping[str, np.ndarray]) -> tuple[n
     parts = [plan.bases[f.path] * 64 + positions[f.path] for f in plan.files if f.path in positions]
     rows = np.concatenate(parts) if parts else np.empty(0, np.int64)
     blocks = rows >> BLOCK_BITS
-    starts = np.flatnonzero(np.diff(blocks, prepend=-1)) if len(rows) else np.empty(0, np.int64)
+    first = np.ones(len(blocks), bool)  # a block's first row (np.diff with prepend: 0.3 s at 3 million)
+    first[1:] = blocks[1:] != blocks[:-1]
+    starts = np.flatnonzero(first)
     bits = np.left_shift(np.uint64(1), (rows & 63).astype(np.uint64))
     masks = np.bitwise_or.reduceat(bits, starts) if len(rows) else np.empty(0, np.uint64)
     return blocks[starts], masks.view(np.int64)
