@@ -45,12 +45,14 @@ MAX_LISTED = 4096
 MAX_POSITIONS = 1 << 23
 MAX_BYTES = 256 << 20
 READ_THREADS = 8
-Positions = dict[str, np.ndarray]  # data file path -> its deleted positions: sorted, unique, within its rows
+DeletedRows = dict[
+    str, np.ndarray
+]  # data file path -> its deleted positions: sorted, unique, within its rows
 
 
 def read_positions(
     io: FileIO | None, files: Sequence[LiveFile], index: DeleteIndex, deletes: Sequence[LiveFile]
-) -> Positions | None:
+) -> DeletedRows | None:
     """The positions ``deletes`` remove from ``files`` (under position deletes only); None without
     ``io``, or when the deletes hold more than :data:`MAX_POSITIONS` positions or :data:`MAX_BYTES`
     bytes."""
@@ -68,7 +70,7 @@ def read_without(
     spark: SparkSession,
     schema: Schema,
     files: Sequence[LiveFile],
-    positions: Positions,
+    positions: DeletedRows,
     ids: Sequence[Column],
 ) -> DataFrame | None:
     """The rows of ``files`` (``schema``'s columns, then ``ids``) but those at ``positions``; None when
