@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.io import FileIO
 
+from rowops.exec.reading.position_keys import vector_positions
 from rowops.meta.fileio import filesystem
 from rowops.meta.paths import normalize_path
 from rowops.meta.puffin import read_deletion_vector
@@ -90,8 +91,7 @@ def blob_positions(io: FileIO, key: str, offset: int, length: int) -> np.ndarray
 
 def _read_blob(io: FileIO, key: str, offset: int, length: int) -> np.ndarray:
     fs, path = filesystem(io, key)
-    vector = read_deletion_vector(fs, path, offset, length)
-    return np.frombuffer(vector.to_array(), np.uint64).astype(np.int64)
+    return vector_positions(read_deletion_vector(fs, path, offset, length))
 
 
 def _read_file(io: FileIO, key: str) -> Positions:

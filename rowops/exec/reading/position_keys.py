@@ -243,7 +243,12 @@ def parquet_keys(table: pa.Table, named: dict[str, Span]) -> np.ndarray:
 
 def vector_keys(vector: BitMap64, span: Span) -> np.ndarray:
     """The keys of a deletion vector's positions that lie within its data file's rows."""
-    return span_keys(np.frombuffer(vector.to_array(), np.uint64).astype(np.int64), span)
+    return span_keys(vector_positions(vector), span)
+
+
+def vector_positions(vector: BitMap64) -> np.ndarray:
+    """A deletion vector's positions as longs, ascending."""
+    return np.frombuffer(vector.to_array(), np.uint64).astype(np.int64)
 
 
 def span_keys(positions: np.ndarray, span: Span) -> np.ndarray:
