@@ -45,9 +45,8 @@ MAX_LISTED = 4096
 MAX_POSITIONS = 1 << 23
 MAX_BYTES = 256 << 20
 READ_THREADS = 8
-DeletedRows = dict[
-    str, np.ndarray
-]  # data file path -> its deleted positions: sorted, unique, within its rows
+# data file path -> its deleted positions: sorted, unique, within its rows
+DeletedRows = dict[str, np.ndarray]
 
 
 def read_positions(

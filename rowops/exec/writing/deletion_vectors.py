@@ -31,6 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rowops.errors import WriteVerificationError
+from rowops.exec.reading.position_keys import vector_positions
 from rowops.exec.spark.compat import default_parallelism
 from rowops.exec.spark.listing import DRIVER_LISTING, spark_name
 from rowops.exec.spark.literal_frames import literal_frame
@@ -156,14 +157,9 @@ def _read_task(blobs: dict[str, list[tuple[int, int, str]]]) -> Task:
         for batch in batches:
             for name, content in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
                 for offset, length, data_name in blobs.get(name, ()):
-                    positions = np.frombuffer(
-                        deserialize_dv(content[offset : offset + length]).to_array(), dtype=np.uint64
-                    )
+                    positions = vector_positions(deserialize_dv(content[offset : offset + length]))
                     yield pa.RecordBatch.from_arrays(
-                        [
-                            pa.array([data_name] * len(positions), pa.string()),
-                            pa.array(positions.astype(np.int64)),
-                        ],
+                        [pa.array([data_name] * len(positions), pa.string()), pa.array(positions)],
                         ["_file", "_pos"],
                     )
 

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from pyiceberg.io import FileIO
 from pyroaring import BitMap64
 
+from rowops.exec.reading.position_keys import vector_positions
 from rowops.exec.rewriting.arrow_deletes import DeletedKeys, KeyCodes, KeyDeletes, row_codes
 from rowops.exec.rewriting.arrow_files import field_indexes
 from rowops.meta.fileio import filesystem, make_io
@@ -130,7 +131,7 @@ def _file(
 
 def _mask(rows: int, positions: BitMap64) -> np.ndarray:
     dead = np.zeros(rows, dtype=bool)
-    at = np.asarray(positions.to_array(), dtype=np.int64)
+    at = vector_positions(positions)
     dead[at[at < rows]] = True
     return dead
 
@@ -203,7 +204,7 @@ def _write(io: FileIO, data_path: str, positions: BitMap64, output: Output) -> d
             out.write(data)
         return {"written": path, "offset": ref.offset, "length": ref.length, "size": len(data)}
     path = join(output.directory, f"delete-{uuid.uuid4().hex}.parquet")
-    _write_parquet(io, path, data_path, np.asarray(positions.to_array(), np.int64), output.parquet_options)
+    _write_parquet(io, path, data_path, vector_positions(positions), output.parquet_options)
     return {"written": path}
 
 
