@@ -24,12 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 
 from tools.iceberg_jars import iceberg_jars
 from tpcds.batches import KEY_COLUMNS, TICKET
-from tpcds.bench_common import BenchConfig, build_session, spark_conf
+from tpcds.bench_common import BenchConfig, build_session, scan_aggregate, spark_conf
 from tpcds.iceberg_peer import base_snapshot, create_table, iceberg_conf, merge_sql, restore, set_mode
 
 MODES = {
@@ -45,13 +44,6 @@ class Job:
     tasks: int
     executor_s: float
     label: str
-
-
-def read_query(rows: DataFrame) -> Any:
-    """The cases benchmark's read query (``tpcds.bench_common.scan_aggregate``)."""
-    return rows.agg(
-        F.count("*"), F.sum("ss_net_paid"), F.sum("ss_quantity"), F.countDistinct(TICKET)
-    ).collect()
 
 
 def _seconds(option: Any) -> float | None:
@@ -139,7 +131,7 @@ def rowops_steps(spark: SparkSession, mode: str, lake_dir: str, source: str, bat
         spark.catalog.clearCache()
         rowops.merge(frames[i], table, on=list(KEY_COLUMNS), strategy=strategy)
 
-    return write, lambda: read_query(table.to_df()), lambda: table.rollback_to(base)
+    return write, lambda: scan_aggregate(table.to_df), lambda: table.rollback_to(base)
 
 
 def iceberg_steps(spark: SparkSession, mode: str, source: str, batches: list[str]) -> Any:
@@ -159,7 +151,7 @@ def iceberg_steps(spark: SparkSession, mode: str, source: str, batches: list[str
     def write(i: int) -> None:
         spark.sql(merge_sql(table, staged[i]))
 
-    return write, lambda: read_query(spark.table(table)), lambda: restore(spark, table, base)
+    return write, lambda: scan_aggregate(lambda: spark.table(table)), lambda: restore(spark, table, base)
 
 
 def main() -> None:
