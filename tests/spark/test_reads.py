@@ -254,10 +254,10 @@ def test_deletes_are_read_on_the_driver_within_their_bounds(lake, monkeypatch, f
 
 @pytest.mark.parametrize("format_version", [2, 3])
 def test_the_driver_reads_each_delete_file_once(lake, monkeypatch, format_version) -> None:  # type: ignore[no-untyped-def]
-    """Delete files never change, so the driver keeps their positions (``delete_positions``): a read
+    """Delete files never change, so the driver keeps their rows (``delete_positions``): a read
     after a write reads only the delete files the table did not hold before, the next read none, and
     their rows are those of a read that keeps nothing."""
-    monkeypatch.setattr(delete_positions, "CACHE", delete_positions.PositionCache())
+    monkeypatch.setattr(delete_positions, "CACHE", delete_positions.MaskCache())
     reads: list[str] = []
 
     def counted(read: Any) -> Any:
@@ -284,7 +284,7 @@ def test_the_driver_reads_each_delete_file_once(lake, monkeypatch, format_versio
         start = len(reads)
         assert {r["k"]: r["n"] for r in table.to_df().collect()} == expected
         assert not reads[start:], "the next read read delete files again"
-    monkeypatch.setattr(delete_positions, "CACHE", delete_positions.PositionCache(limit=0))
+    monkeypatch.setattr(delete_positions, "CACHE", delete_positions.MaskCache(limit=0))
     assert {r["k"]: r["n"] for r in table.to_df().collect()} == expected
 
 

@@ -28,12 +28,12 @@ from pyspark.sql import functions as F
 
 from rowops.exec.reading.file_reads import broadcast_if_fits
 from rowops.exec.reading.position_keys import SIZE_MISMATCH
+from rowops.exec.reading.row_masks import BLOCK_BITS, RowMasks
 from rowops.exec.spark.arrow_frames import frame_of_longs
 from rowops.exec.spark.listing import spark_name
 from rowops.exec.spark.literal_frames import MAX_LITERAL_ROWS, literal_frame, sql_string
 from rowops.meta.files import LiveFile
 
-BLOCK_BITS = 6  # 64 rows a block: one long of mask
 MAX_NAMED = 64  # files sharing a size, recognised by name (a string compared per row of theirs)
 _SIZE, _ROW, _PATH = "_rowops_file_size", "_rowops_row_index", "_rowops_file_path"
 _SIZES, _BASE = "_rowops_sizes_size", "_rowops_sizes_base"
@@ -72,25 +72,22 @@ def plan_blocks(files: Sequence[LiveFile]) -> BlockPlan | None:
     return BlockPlan(tuple(files), bases, sized, named)
 
 
-def block_masks(plan: BlockPlan, positions: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The blocks holding deleted ``positions`` (data file path -> sorted positions within its rows)
-    and their masks (bit ``i``: row ``block * 64 + i`` is deleted), blocks ascending.
+def block_masks(plan: BlockPlan, deleted: Mapping[str, RowMasks]) -> tuple[np.ndarray, np.ndarray]:
+    """The blocks holding ``deleted`` rows (data file path -> masks within its rows), numbered as in
+    the plan, and their masks, blocks ascending.
 
     >>> from types import SimpleNamespace as F
+    >>> from rowops.exec.reading.row_masks import masks_of
     >>> plan = plan_blocks([F(path="/a", size=1, record_count=100), F(path="/b", size=2, record_count=9)])
-    >>> blocks, masks = block_masks(plan, {"/a": np.array([0, 3, 64]), "/b": np.array([63])})
+    >>> blocks, masks = block_masks(plan, {"/a": masks_of(np.array([0, 3, 64])), "/b": masks_of(np.array([63]))})
     >>> blocks.tolist(), [hex(m) for m in masks.view(np.uint64).tolist()]
     ([0, 1, 2], ['0x9', '0x1', '0x8000000000000000'])
     """
-    parts = [plan.bases[f.path] * 64 + positions[f.path] for f in plan.files if f.path in positions]
-    rows = np.concatenate(parts) if parts else np.empty(0, np.int64)
-    blocks = rows >> BLOCK_BITS
-    first = np.ones(len(blocks), bool)  # a block's first row (np.diff with prepend: 0.3 s at 3 million)
-    first[1:] = blocks[1:] != blocks[:-1]
-    starts = np.flatnonzero(first)
-    bits = np.left_shift(np.uint64(1), (rows & 63).astype(np.uint64))
-    masks = np.bitwise_or.reduceat(bits, starts) if len(rows) else np.empty(0, np.uint64)
-    return blocks[starts], masks.view(np.int64)
+    parts = [(plan.bases[f.path], deleted[f.path]) for f in plan.files if f.path in deleted]
+    if not parts:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    blocks = np.concatenate([m.blocks + base for base, m in parts])
+    return blocks, np.concatenate([m.bits for _, m in parts])
 
 
 def row_columns(plan: BlockPlan) -> list[Column]:

@@ -10,16 +10,22 @@ positions in 160 files) the keys' job alone took 0.47-0.51 s.
 Up to :data:`MAX_POSITIONS` positions in :data:`MAX_BYTES` of delete files (both counted in the
 manifests, before anything is read) are read here instead, in a few threads through the lake's file
 system: deletion vector blobs by their byte range, position delete files whole. Delete files never
-change, so each one's positions are kept for the process (``delete_positions.py``). Those are the rows
-a broadcast brings to the driver anyway, bounded; the commit path reads deletion vectors on the driver
-the same way (``commit/row_conflicts.py``). Then
+change, so each one's rows are kept for the process, as masks of 64-row blocks (``delete_positions.py``,
+``row_masks.py``): a read then only combines the masks of each data file, in time linear in blocks.
+Those are the rows a broadcast brings to the driver anyway, bounded; the commit path reads deletion
+vectors on the driver the same way (``commit/row_conflicts.py``). Then
 
 * up to :data:`MAX_LISTED` positions, each row's key (``position_keys.row_key``) is filtered by
   ``NOT key IN (...)``: no job and no join. Spark keeps a list of more than ten values as a hash set
   passed to the generated code by reference (:data:`position_keys.IN_SET`), so the next read of a
   growing table reuses the compiled scan; it parses the list as SQL text, about 0.1 s for 400 keys and
   0.3 s for 4,000, hence the bound;
-* more are anti-joined as block masks (``block_masks.py``), built on the driver with numpy.
+* more are anti-joined as block masks (``block_masks.py``).
+
+The bound on positions is the driver's memory while a delete file is parsed (8 bytes a position,
+masks at most 16 bytes a 64-row block). Time is not: after ten SF 10 Case 3 batches (18.0 million
+positions) a first read of every delete file took 4.2 s and later reads 0.3-0.5 s to
+build, their scan then 6.3-7.4 s (Iceberg's read: 6.5 s); past the bound, executors' keys took 36 s.
 """
 
 from __future__ import annotations
@@ -36,49 +42,50 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from rowops.exec.reading import block_masks, delete_positions, position_keys
 from rowops.exec.reading.file_reads import read_as_stored
 from rowops.exec.reading.position_keys import IN_SET, KEY, span_keys
+from rowops.exec.reading.row_masks import RowMasks, clipped, combined, positions_of
 from rowops.meta.delete_index import DeleteIndex
 from rowops.meta.files import LiveFile
 from rowops.meta.paths import normalize_path
 from rowops.meta.v3 import content_range, is_deletion_vector
 
 MAX_LISTED = 4096
-MAX_POSITIONS = 1 << 23
+MAX_POSITIONS = 1 << 25
 MAX_BYTES = 256 << 20
 READ_THREADS = 8
-# data file path -> its deleted positions: sorted, unique, within its rows
-DeletedRows = dict[str, np.ndarray]
+# data file path -> the masks of its deleted rows: within its rows, not empty
+DeletedRows = dict[str, RowMasks]
 
 
-def read_positions(
+def read_masks(
     io: FileIO | None, files: Sequence[LiveFile], index: DeleteIndex, deletes: Sequence[LiveFile]
 ) -> DeletedRows | None:
-    """The positions ``deletes`` remove from ``files`` (under position deletes only); None without
-    ``io``, or when the deletes hold more than :data:`MAX_POSITIONS` positions or :data:`MAX_BYTES`
-    bytes."""
+    """The rows ``deletes`` remove from ``files`` (under position deletes only); None without ``io``,
+    or when the deletes hold more than :data:`MAX_POSITIONS` positions or :data:`MAX_BYTES` bytes."""
     if io is None or not deletes or sum(d.record_count for d in deletes) > MAX_POSITIONS:
         return None
     if sum(_bytes(d) for d in deletes) > MAX_BYTES:
         return None
-    reads = [functools.partial(_positions_of, io, f, index.position_deletes_of(f)) for f in files]
+    reads = [functools.partial(_masks_of, io, f, index.position_deletes_of(f)) for f in files]
     with ThreadPoolExecutor(min(READ_THREADS, max(1, len(reads)))) as pool:
         found = list(pool.map(lambda read: read(), reads))
-    return {f.path: p for f, p in zip(files, found, strict=True) if len(p)}
+    return {f.path: m for f, m in zip(files, found, strict=True) if len(m)}
 
 
 def read_without(
     spark: SparkSession,
     schema: Schema,
     files: Sequence[LiveFile],
-    positions: DeletedRows,
+    deleted: DeletedRows,
     ids: Sequence[Column],
 ) -> DataFrame | None:
-    """The rows of ``files`` (``schema``'s columns, then ``ids``) but those at ``positions``; None when
-    the files' rows cannot be keyed."""
-    count = sum(len(p) for p in positions.values())
-    if count <= MAX_LISTED:
+    """The rows of ``files`` (``schema``'s columns, then ``ids``) but those ``deleted``; None when the
+    files' rows cannot be keyed."""
+    listed = sum(len(m) for m in deleted.values()) <= MAX_LISTED  # at least a row per block
+    if listed and sum(m.count() for m in deleted.values()) <= MAX_LISTED:
         plan = position_keys.plan_keys(files, min_files=1)
         if plan is None:
             return None
+        positions = {path: positions_of(m) for path, m in deleted.items()}
         keys = [span_keys(positions[f.path], plan.span(f)) for f in plan.files if f.path in positions]
         rows = read_as_stored(spark, schema, plan.files, [*ids, position_keys.row_key(plan)])
         return drop_listed(rows, np.concatenate(keys) if keys else np.empty(0, np.int64))
@@ -86,7 +93,7 @@ def read_without(
     if blocks is None:
         return None
     rows = read_as_stored(spark, schema, blocks.files, [*ids, *block_masks.row_columns(blocks)])
-    return block_masks.drop_masked(spark, rows, blocks, *block_masks.block_masks(blocks, positions))
+    return block_masks.drop_masked(spark, rows, blocks, *block_masks.block_masks(blocks, deleted))
 
 
 def drop_listed(rows: DataFrame, keys: np.ndarray) -> DataFrame:
@@ -104,16 +111,15 @@ def _bytes(d: LiveFile) -> int:
     return where[1] if where is not None else d.size
 
 
-def _positions_of(io: FileIO, f: LiveFile, deletes: Sequence[LiveFile]) -> np.ndarray:
-    """The positions ``deletes`` remove from the data file ``f``: sorted, unique, within its rows."""
+def _masks_of(io: FileIO, f: LiveFile, deletes: Sequence[LiveFile]) -> RowMasks:
+    """The rows ``deletes`` remove from the data file ``f``, within its rows."""
     aliases = {normalize_path(f.data_file.file_path), normalize_path(f.path)}
     found = []
     for d in deletes:
         if is_deletion_vector(d.data_file):
             offset, length = content_range(d.data_file) or (0, 0)  # a vector always has its range
-            found.append(delete_positions.blob_positions(io, d.file_key, offset, length))
+            found.append(delete_positions.blob_masks(io, d.file_key, offset, length))
         else:
-            named = delete_positions.file_positions(io, d.file_key, d.size)
+            named = delete_positions.file_masks(io, d.file_key, d.size)
             found += [named[a] for a in aliases if a in named]
-    positions = np.unique(np.concatenate(found)) if found else np.empty(0, np.int64)
-    return positions[(positions >= 0) & (positions < f.record_count)]
+    return clipped(combined(found), f.record_count)

@@ -179,8 +179,8 @@ def _without_positions(
     their deletes remove, read by the driver (``driver_deletes.py``) or, past its bounds, keyed by
     executors (``position_keys.py``); None when their rows cannot be keyed that way."""
     deletes = index.position_deletes_applying(files)
-    positions = driver_deletes.read_positions(io, files, index, deletes)
-    rows = None if positions is None else driver_deletes.read_without(spark, schema, files, positions, ids)
+    deleted = driver_deletes.read_masks(io, files, index, deletes)
+    rows = None if deleted is None else driver_deletes.read_without(spark, schema, files, deleted, ids)
     if rows is not None:
         return rows
     plan = position_keys.plan_keys(files, deleted=sum(d.record_count for d in deletes))
