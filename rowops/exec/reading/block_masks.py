@@ -30,8 +30,9 @@ from rowops.exec.reading.file_reads import broadcast_if_fits
 from rowops.exec.reading.position_keys import SIZE_MISMATCH
 from rowops.exec.reading.row_masks import BLOCK_BITS, RowMasks
 from rowops.exec.spark.arrow_frames import frame_of_longs
+from rowops.exec.spark.compat import select_columns, select_exprs
 from rowops.exec.spark.listing import spark_name
-from rowops.exec.spark.literal_frames import MAX_LITERAL_ROWS, literal_frame, sql_string
+from rowops.exec.spark.literal_frames import MAX_LITERAL_ROWS, literal_frame, sql_identifier, sql_string
 from rowops.meta.files import LiveFile
 
 MAX_NAMED = 64  # files sharing a size, recognised by name (a string compared per row of theirs)
@@ -100,15 +101,18 @@ def drop_masked(
     spark: SparkSession, rows: DataFrame, plan: BlockPlan, blocks: np.ndarray, masks: np.ndarray
 ) -> DataFrame:
     """``rows`` (with :func:`row_columns`) without those whose bit is set in their block's mask, the
-    helper columns dropped."""
+    helper columns dropped. Columns and conditions go to Spark as SQL text, a round trip each
+    (``Column`` objects cost two or three per column on classic PySpark)."""
     columns = [c for c in rows.columns if c not in (_SIZE, _ROW, _PATH)]
     sizes = _sizes_frame(spark, plan.sized)
-    based = rows.join(F.broadcast(sizes), F.col(_SIZE) == F.col(_SIZES), "left")
-    block = F.expr(f"coalesce({_BASE}, {_named_base(plan)}) + shiftright({_ROW}, {BLOCK_BITS})")
-    keyed = based.select(*columns, block.alias(_BLOCK), F.expr(f"CAST({_ROW} & 63 AS INT)").alias(_BIT))
+    based = rows.join(F.broadcast(sizes), F.expr(f"{_SIZE} = {_SIZES}"), "left")
+    block = f"coalesce({_BASE}, {_named_base(plan)}) + shiftright({_ROW}, {BLOCK_BITS}) AS {_BLOCK}"
+    bit = f"CAST({_ROW} & 63 AS INT) AS {_BIT}"
+    keyed = select_exprs(based, [*map(sql_identifier, columns), block, bit])
     masked = frame_of_longs(spark, {_MASKED: blocks, _MASK: masks})
-    hit = (F.col(_BLOCK) == F.col(_MASKED)) & (F.expr(f"shiftright({_MASK}, {_BIT}) & 1") == 1)
-    return keyed.join(broadcast_if_fits(spark, masked, len(blocks) * 32), hit, "left_anti").select(*columns)
+    hit = F.expr(f"{_BLOCK} = {_MASKED} AND (shiftright({_MASK}, {_BIT}) & 1) = 1")
+    dropped = keyed.join(broadcast_if_fits(spark, masked, len(blocks) * 32), hit, "left_anti")
+    return select_columns(dropped, columns)
 
 
 def _sizes_frame(spark: SparkSession, sized: Mapping[int, int]) -> DataFrame:
