@@ -25,7 +25,7 @@ vectors on the driver the same way (``commit/row_conflicts.py``). Then
 The bound on positions is the driver's memory while a delete file is parsed (8 bytes a position,
 masks at most 16 bytes a 64-row block). Time is not: after ten SF 10 Case 3 batches (18.0 million
 positions) a first read of every delete file took 4.2 s and later reads 0.3-0.5 s to
-build, their scan then 6.3-7.4 s (Iceberg's read: 6.5 s); past the bound, executors' keys took 36 s.
+build, their scan then 6.3-7.6 s (Iceberg's read: 6.5 s); past the bound, executors' keys took 36 s.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A file's masks take one long per block holding a deletion, however many rows of it are deleted: the
 driver keeps them per delete file (``delete_positions.py``) and a read only shifts and concatenates
 them (``block_masks.py``), in time linear in blocks rather than positions. Ten SF 10 Case 3 batches
-leave 18 million positions; unioning and sorting them again on every read took 15 s.
+leave 18 million positions; unioning and sorting them again on every read took 10-15 s.
 
 >>> m = masks_of(np.array([0, 3, 64, 3]))
 >>> m.blocks.tolist(), [hex(b) for b in m.bits.view(np.uint64).tolist()], m.count()
