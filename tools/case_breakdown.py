@@ -26,6 +26,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+import rowops
 from tools.iceberg_jars import iceberg_jars
 from tpcds.batches import KEY_COLUMNS, TICKET
 from tpcds.bench_common import BenchConfig, build_session, scan_aggregate, spark_conf
@@ -115,8 +116,6 @@ def timeline(spark: SparkSession, label: str, action: Callable[[], Any]) -> None
 
 def rowops_steps(spark: SparkSession, mode: str, lake_dir: str, source: str, batches: list[str]) -> Any:
     """(write of batch i, read, restore) for a fresh rowops table."""
-    import rowops
-
     lake = rowops.Lakehouse(lake_dir, spark=spark)
     rows = spark.read.parquet(source)
     table = lake.create_table(
