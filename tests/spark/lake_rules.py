@@ -244,7 +244,9 @@ class LifecycleRules:
             time.sleep(600)  # far longer than any wait below: only a cancellation ends it
             yield from batches
 
-        source = op.source(self.spark, self.model.width(name)).mapInArrow(stalls, schema)
+        # Checkpointed first, so the cancelled task runs no other Python worker (see test_observability's
+        # _stalled: Spark 3.5 would leave a closed worker in its pool for a later task).
+        source = op.source(self.spark, self.model.width(name)).localCheckpoint().mapInArrow(stalls, schema)
         failures: list[BaseException] = []
 
         def run() -> None:

@@ -49,6 +49,16 @@ def _table(lake: Any, rows: int = 40) -> Any:
     return lake.create_table("db.t", data, identifier=["k"])
 
 
+def _stalled(rows: Any, stall: Any) -> Any:
+    """``rows`` (computed already, by a checkpoint) through a Python function that stalls.
+
+    The checkpoint keeps Spark 3.5's worker pool whole: a cancelled task that also ran the Python
+    function of ``createDataFrame`` would first return that finished worker to the pool, then kill it
+    (its monitor kills every worker of a task still running 2 s after the kill), and a later task would
+    get it: "java.net.SocketException: Socket is closed" (not so on Spark 4.2)."""
+    return rows.mapInArrow(stall, rows.schema)
+
+
 def test_an_operations_jobs_are_named_grouped_tagged_and_the_callers_restored(lake) -> None:  # type: ignore[no-untyped-def]
     spark, sc = lake.spark, lake.spark.sparkContext
     table = _table(lake)
@@ -105,7 +115,8 @@ def test_cancelling_the_tag_stops_the_operation_and_changes_nothing(lake) -> Non
             time.sleep(600)  # only a cancellation ends it in time
             yield batch
 
-    source = spark.createDataFrame([(k, "new") for k in range(30, 50)], SCHEMA).mapInArrow(slow, SCHEMA)
+    rows = spark.createDataFrame([(k, "new") for k in range(30, 50)], SCHEMA)
+    source = _stalled(rows.localCheckpoint(), slow)
     failures: list[BaseException] = []
 
     def run() -> None:
@@ -119,12 +130,16 @@ def test_cancelling_the_tag_stops_the_operation_and_changes_nothing(lake) -> Non
     deadline = time.monotonic() + 60
     while not sc.statusTracker().getActiveJobsIds() and time.monotonic() < deadline:
         time.sleep(0.2)
+    time.sleep(1)  # the job's tasks are inside ``slow`` by now
     sc.cancelJobsWithTag("rowops")
     worker.join(60)  # its source sleeps 600 s: ending within this wait means the cancellation ended it
     assert not worker.is_alive()
     assert len(failures) == 1 and isinstance(failures[0], RowOpsError), failures
     assert lake.table("db.t").metadata.current_snapshot_id == snapshot
     assert lake.table("db.t").to_df().count() == 40
+    time.sleep(5)  # past Spark's kill of the stalled worker (a 2 s poll plus the 2 s kill timeout)
+    for _ in range(6):  # later Python tasks get sound workers from the pool
+        assert spark.createDataFrame([(k, "x") for k in range(8)], SCHEMA).repartition(2).count() == 8
 
 
 def test_one_info_line_per_operation_and_debug_lines_per_phase(
