@@ -22,6 +22,7 @@ from rowops.pipeline import parse_config, runner
 from tests.spark import lake_model as m
 from tests.spark.lake_checks import check_version
 from tests.spark.lake_ops import Op, by_key, cold, keys, ops, values
+from tests.spark.tables import stalled
 
 TABLES = ("db.a", "db.b")
 BATCHES = ("b1", "b2", "b3")
@@ -238,15 +239,7 @@ class LifecycleRules:
         """An upsert cancelled through the ``rowops`` job tag while it reads its source fails with a
         ``RowOpsError`` and commits nothing (the machine then checks every table against the model)."""
         version, sc = self.lake.version, self.spark.sparkContext
-        schema = op.source(self.spark, self.model.width(name)).schema
-
-        def stalls(batches: Any) -> Any:
-            time.sleep(600)  # far longer than any wait below: only a cancellation ends it
-            yield from batches
-
-        # Checkpointed first, so the cancelled task runs no other Python worker (see test_observability's
-        # _stalled: Spark 3.5 would leave a closed worker in its pool for a later task).
-        source = op.source(self.spark, self.model.width(name)).localCheckpoint().mapInArrow(stalls, schema)
+        source = stalled(op.source(self.spark, self.model.width(name)))
         failures: list[BaseException] = []
 
         def run() -> None:

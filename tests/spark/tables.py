@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -72,6 +73,23 @@ LAYOUTS = [
 def frame(spark: SparkSession, rows: Iterable[Row], schema: T.StructType = SCHEMA) -> DataFrame:
     """A DataFrame of test rows (tests build small inputs on the driver; the engine never does)."""
     return spark.createDataFrame(list(rows), schema)
+
+
+def stalled(rows: DataFrame) -> DataFrame:
+    """``rows`` through a Python function that sleeps 600 s on its first batch: a source only a
+    cancellation ends in time.
+
+    The rows are checkpointed first, so a cancelled task runs no other Python worker. Otherwise Spark
+    3.5 returns the finished worker of ``createDataFrame``'s Python step to its pool and then kills it
+    with the task (its monitor kills every worker of a task still running 2 s after the kill), and a
+    later task gets it: "java.net.SocketException: Socket is closed" (not so on Spark 4.2)."""
+
+    def stall(batches: Any) -> Any:
+        for batch in batches:
+            time.sleep(600)
+            yield batch
+
+    return rows.localCheckpoint().mapInArrow(stall, rows.schema)
 
 
 class Oracle:

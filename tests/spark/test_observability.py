@@ -19,6 +19,7 @@ from pyspark.sql import types as T
 
 import rowops
 from rowops.errors import RowOpsError
+from tests.spark.tables import stalled
 
 SCHEMA = T.StructType([T.StructField("k", T.LongType(), False), T.StructField("v", T.StringType())])
 
@@ -47,16 +48,6 @@ def _table(lake: Any, rows: int = 40) -> Any:
     spark = lake.spark
     data = spark.createDataFrame([(k, f"v{k}") for k in range(rows)], SCHEMA).repartition(2)
     return lake.create_table("db.t", data, identifier=["k"])
-
-
-def _stalled(rows: Any, stall: Any) -> Any:
-    """``rows`` (computed already, by a checkpoint) through a Python function that stalls.
-
-    The checkpoint keeps Spark 3.5's worker pool whole: a cancelled task that also ran the Python
-    function of ``createDataFrame`` would first return that finished worker to the pool, then kill it
-    (its monitor kills every worker of a task still running 2 s after the kill), and a later task would
-    get it: "java.net.SocketException: Socket is closed" (not so on Spark 4.2)."""
-    return rows.mapInArrow(stall, rows.schema)
 
 
 def test_an_operations_jobs_are_named_grouped_tagged_and_the_callers_restored(lake) -> None:  # type: ignore[no-untyped-def]
@@ -109,14 +100,7 @@ def test_cancelling_the_tag_stops_the_operation_and_changes_nothing(lake) -> Non
     spark, sc = lake.spark, lake.spark.sparkContext
     table = _table(lake)
     snapshot = table.metadata.current_snapshot_id
-
-    def slow(batches: Any) -> Any:
-        for batch in batches:
-            time.sleep(600)  # only a cancellation ends it in time
-            yield batch
-
-    rows = spark.createDataFrame([(k, "new") for k in range(30, 50)], SCHEMA)
-    source = _stalled(rows.localCheckpoint(), slow)
+    source = stalled(spark.createDataFrame([(k, "new") for k in range(30, 50)], SCHEMA))
     failures: list[BaseException] = []
 
     def run() -> None:
@@ -130,7 +114,7 @@ def test_cancelling_the_tag_stops_the_operation_and_changes_nothing(lake) -> Non
     deadline = time.monotonic() + 60
     while not sc.statusTracker().getActiveJobsIds() and time.monotonic() < deadline:
         time.sleep(0.2)
-    time.sleep(1)  # the job's tasks are inside ``slow`` by now
+    time.sleep(1)  # the job's tasks are inside the stall by now
     sc.cancelJobsWithTag("rowops")
     worker.join(60)  # its source sleeps 600 s: ending within this wait means the cancellation ended it
     assert not worker.is_alive()
